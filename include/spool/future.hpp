@@ -1,0 +1,77 @@
+// spool/future.hpp: the result of pool::submit().
+#pragma once
+
+#include <chrono>
+#include <utility>
+
+#include "spool/detail/future_state.hpp"
+#include "spool/error.hpp"
+
+namespace spool {
+
+// Like std::future, with two differences that matter inside a pool:
+//  - waiting from one of the owning pool's workers runs other queued tasks instead of
+//    blocking the thread, so nested fork/join finishes even on a one-thread pool;
+//  - destroying a future never blocks.
+// A task dropped before it ran (shutdown_mode::discard, full_policy::discard_oldest)
+// makes get() throw spool::task_cancelled.
+template <class T>
+class future {
+ public:
+  future() noexcept = default;
+  future(future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  future& operator=(future&& other) noexcept {
+    if (this != &other) {
+      reset();
+      state_ = std::exchange(other.state_, nullptr);
+    }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() { reset(); }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
+
+  void wait() const { checked().wait(); }
+
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
+    return wait_until(std::chrono::steady_clock::now() + timeout);
+  }
+  template <class Clock, class Duration>
+  bool wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
+    auto steady = std::chrono::steady_clock::now() + (deadline - Clock::now());
+    return checked().wait_until(std::chrono::time_point_cast<std::chrono::steady_clock::duration>(steady));
+  }
+
+  // Waits, then returns the value or rethrows the task's exception. Leaves the future empty.
+  T get() {
+    wait();
+    detail::state<T>* s = std::exchange(state_, nullptr);
+    struct releaser {
+      detail::state<T>* s;
+      ~releaser() { s->release(); }
+    } guard{s};
+    return s->take();
+  }
+
+ private:
+  template <class>
+  friend class future;
+  friend class pool;
+  explicit future(detail::state<T>* s) noexcept : state_(s) {}
+
+  detail::state<T>& checked() const {
+    if (state_ == nullptr) throw error(errc::invalid_argument, "spool::future has no state");
+    return *state_;
+  }
+  void reset() noexcept {
+    if (state_ != nullptr) std::exchange(state_, nullptr)->release();
+  }
+
+  detail::state<T>* state_ = nullptr;
+};
+
+}  // namespace spool

@@ -1,0 +1,114 @@
+/* spool/spool.h: the C API of libspool, a producer-consumer thread pool.
+ *
+ *   spool_config cfg;
+ *   spool_config_init(&cfg);
+ *   cfg.threads = 4;
+ *   cfg.queue_capacity = 1024;
+ *   spool_pool *pool;
+ *   if (spool_create(&cfg, &pool) != SPOOL_OK) ...;
+ *   int rc = spool_submit(pool, work, arg);    // SPOOL_OK or SPOOL_E*; see spool_strerror
+ *   spool_wait_idle(pool);
+ *   spool_destroy(pool);                       // drains, joins, frees
+ *
+ * Every function returns SPOOL_OK (0) or one of the SPOOL_E* codes below. A refused submission
+ * never calls fn and leaves arg with the caller. A task that is accepted and later dropped
+ * without running (SPOOL_SHUTDOWN_DISCARD, SPOOL_FULL_DISCARD_OLDEST) has its on_cancel hook
+ * called with its arg, if it was submitted with spool_submit_ex, so the caller can free it.
+ */
+#ifndef SPOOL_SPOOL_H
+#define SPOOL_SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  SPOOL_OK = 0,
+  SPOOL_EFULL = 1,      /* queue full and the policy is SPOOL_FULL_REJECT */
+  SPOOL_ETIMEDOUT = 2,  /* queue stayed full for block_timeout_ms */
+  SPOOL_ESHUTDOWN = 3,  /* the pool is closed or shut down */
+  SPOOL_EINVAL = 4,     /* a null pointer or a bad config value */
+  SPOOL_EDEADLK = 5,    /* a blocking call made from one of the pool's own workers */
+  SPOOL_ECANCELED = 6,  /* the task was dropped before it ran */
+  SPOOL_ENOMEM = 7,     /* out of memory */
+  SPOOL_ESYSTEM = 8     /* the OS refused a resource (thread creation) */
+};
+
+typedef enum spool_full_policy {
+  SPOOL_FULL_BLOCK = 0,        /* wait for room (default) */
+  SPOOL_FULL_BLOCK_TIMEOUT,    /* wait up to block_timeout_ms, then SPOOL_ETIMEDOUT */
+  SPOOL_FULL_REJECT,           /* SPOOL_EFULL at once */
+  SPOOL_FULL_CALLER_RUNS,      /* run the task in the submitting thread */
+  SPOOL_FULL_DISCARD_OLDEST    /* drop the oldest queued task, enqueue this one */
+} spool_full_policy;
+
+typedef enum spool_shutdown_mode {
+  SPOOL_SHUTDOWN_DRAIN = 0,  /* run everything queued, then join */
+  SPOOL_SHUTDOWN_DISCARD     /* drop everything queued, then join */
+} spool_shutdown_mode;
+
+typedef struct spool_config {
+  unsigned threads;          /* worker threads; 0 = number of CPUs */
+  size_t queue_capacity;     /* bound on tasks queued from outside the pool; 0 = unbounded */
+  spool_full_policy on_full;
+  unsigned block_timeout_ms; /* for SPOOL_FULL_BLOCK_TIMEOUT */
+  const char *name;          /* thread name prefix; NULL = "spool" */
+  unsigned spin_rounds;      /* idle polling before sleeping */
+} spool_config;
+
+typedef struct spool_stats {
+  uint64_t threads_live;
+  uint64_t threads_busy;
+  uint64_t queued;
+  uint64_t submitted;
+  uint64_t completed;
+  uint64_t failed;
+  uint64_t rejected;
+  uint64_t stolen;
+  uint64_t cancelled;
+} spool_stats;
+
+typedef struct spool_pool spool_pool;
+
+/* Fills cfg with the defaults. */
+void spool_config_init(spool_config *cfg);
+
+/* Creates a pool (cfg NULL: defaults). On failure *out is NULL. */
+int spool_create(const spool_config *cfg, spool_pool **out);
+
+/* Queues fn(arg). From a worker of this pool it never blocks and ignores the bound. */
+int spool_submit(spool_pool *pool, void (*fn)(void *), void *arg);
+
+/* As spool_submit; if the task is accepted but dropped without running, on_cancel(arg) is
+ * called (from the thread that drops it) instead of fn. on_cancel may be NULL. */
+int spool_submit_ex(spool_pool *pool, void (*fn)(void *), void *arg, void (*on_cancel)(void *));
+
+/* Blocks until nothing is queued or running. SPOOL_EDEADLK from a worker of this pool. */
+int spool_wait_idle(spool_pool *pool);
+
+/* Stops accepting submissions from outside the pool; returns at once. */
+int spool_close(spool_pool *pool);
+
+/* Refuses new work, runs or drops what is queued, joins the threads. The pool must still be
+ * destroyed. dropped (may be NULL) receives how many tasks were dropped. */
+int spool_shutdown(spool_pool *pool, spool_shutdown_mode mode, size_t *dropped);
+
+/* Drains, joins and frees. From a worker of this pool: SPOOL_EDEADLK, and nothing is freed. */
+int spool_destroy(spool_pool *pool);
+
+int spool_get_stats(const spool_pool *pool, spool_stats *out);
+
+/* The calling thread's worker index in its pool, or -1 if it is not a pool worker. */
+int spool_worker_index(void);
+
+/* A static English description of a SPOOL_E* code. */
+const char *spool_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPOOL_SPOOL_H */

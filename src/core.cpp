@@ -1,0 +1,192 @@
+// core.cpp: the pool's lifecycle, submission and statistics. The worker loop and
+// help-while-waiting are in worker.cpp.
+#include "core.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <system_error>
+
+namespace spool::detail {
+namespace {
+
+unsigned thread_count_for(const config& cfg) {
+  if (cfg.threads != 0) return cfg.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+template <class Field>
+std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters& outside,
+                  Field field) {
+  std::uint64_t total = (outside.*field).load(std::memory_order_relaxed);
+  for (const auto& w : ws) total += (w->stats.*field).load(std::memory_order_relaxed);
+  return total;
+}
+
+}  // namespace
+
+core::core(const config& cfg)
+    : cfg_(cfg), injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout) {
+  const unsigned n = thread_count_for(cfg);
+  workers_.reserve(n);
+  for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<worker>(*this, i));
+  // Every worker exists before any thread starts: thieves walk the whole vector.
+  try {
+    for (auto& w : workers_) {
+      worker* wp = w.get();
+      w->thread = std::thread([this, wp] { worker_main(*wp); });
+    }
+  } catch (const std::system_error& e) {
+    stop_workers();
+    throw error(errc::system, e.what());
+  }
+}
+
+core::~core() = default;
+
+bool core::is_own_worker() const noexcept {
+  worker* w = current_worker();
+  return w != nullptr && &w->owner == this;
+}
+
+std::error_code core::submit(task* t) noexcept {
+  // Counted before the task becomes visible, so no worker can finish it first and wait_idle
+  // cannot see zero while it is queued. Undone if the submission is refused.
+  pending_.fetch_add(1, std::memory_order_relaxed);
+
+  if (worker* w = current_worker(); w != nullptr && &w->owner == this) {
+    // From inside the pool: the worker's own deque, never bounded, never blocking. Accepted
+    // while draining (it is part of finishing queued work); refused while discarding.
+    if (discarding_.load(std::memory_order_acquire)) {
+      finish_one();
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      t->destroy();
+      return errc::shut_down;
+    }
+    try {
+      w->deque.push(t);
+    } catch (...) {
+      finish_one();
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      t->destroy();
+      return errc::no_memory;
+    }
+    w->stats.submitted.store(w->stats.submitted.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+    parker_.notify_one();
+    return {};
+  }
+
+  auto [err, evicted] = injector_.push(t);
+  if (!err) {
+    outside_.submitted.fetch_add(1, std::memory_order_relaxed);
+    parker_.notify_one();
+    if (evicted != nullptr) {
+      evicted->cancel();
+      outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+      finish_one();
+    }
+    return {};
+  }
+  if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
+    outside_.submitted.fetch_add(1, std::memory_order_relaxed);
+    execute(nullptr, t);
+    return {};
+  }
+  finish_one();
+  rejected_.fetch_add(1, std::memory_order_relaxed);
+  t->destroy();
+  return err;
+}
+
+void core::finish_one() noexcept {
+  // Pairs with wait_pending_zero(): each side does a seq_cst read-modify-write on its own
+  // counter and then reads the other's, so at least one sees the other (no lost wake-up).
+  if (pending_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+  if (idle_waiters_.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard lock(idle_mu_);
+  idle_cv_.notify_all();
+}
+
+void core::wait_pending_zero() noexcept {
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock lock(idle_mu_);
+    idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_seq_cst) == 0; });
+  }
+  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::error_code core::wait_idle() noexcept {
+  if (is_own_worker()) return errc::would_deadlock;
+  wait_pending_zero();
+  return {};
+}
+
+void core::close() noexcept { injector_.close(); }
+
+std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcept {
+  if (is_own_worker()) return errc::would_deadlock;
+  std::lock_guard lock(shutdown_mu_);
+  const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
+  if (!joined_) {
+    injector_.close();
+    if (mode == shutdown_mode::discard) discarding_.store(true, std::memory_order_seq_cst);
+    // Draining or discarding, every accepted task leaves through execute(), which runs or
+    // cancels it and counts it down; zero means nothing is queued, running or can be added.
+    wait_pending_zero();
+    stop_workers();
+    joined_ = true;
+  }
+  if (dropped != nullptr) *dropped = dropped_.load(std::memory_order_relaxed) - before;
+  return {};
+}
+
+void core::stop_workers() noexcept {
+  terminate_.store(true, std::memory_order_seq_cst);
+  parker_.notify_all();
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+stats core::snapshot() const noexcept {
+  stats s;
+  s.threads_live = live_.load(std::memory_order_relaxed);
+  s.queued = injector_.size();
+  for (const auto& w : workers_) {
+    if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
+    s.queued += w->deque.size();
+  }
+  s.submitted = sum(workers_, outside_, &counters::submitted);
+  s.completed = sum(workers_, outside_, &counters::completed);
+  s.failed = sum(workers_, outside_, &counters::failed);
+  s.cancelled = sum(workers_, outside_, &counters::cancelled);
+  s.stolen = sum(workers_, outside_, &counters::stolen);
+  s.rejected = rejected_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void core::report_exception(std::exception_ptr e) noexcept {
+  if (cfg_.on_exception) {
+    try {
+      cfg_.on_exception(e);
+      return;
+    } catch (...) {
+      std::fputs("spool: the on_exception handler threw; reporting here instead\n", stderr);
+    }
+  }
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "spool: a posted task threw: %s\n", ex.what());
+  } catch (...) {
+    std::fputs("spool: a posted task threw a non-std::exception\n", stderr);
+  }
+}
+
+void report_exception(core& owner, std::exception_ptr e) noexcept {
+  owner.report_exception(std::move(e));
+}
+
+}  // namespace spool::detail

@@ -1,0 +1,112 @@
+// core.hpp: the pool itself, behind spool::pool and the C API. How its parts fit, and the
+// invariants that keep it from losing tasks, wake-ups or threads, are in src/README.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "injector.hpp"
+#include "parker.hpp"
+#include "spool/detail/future_state.hpp"
+#include "spool/detail/task.hpp"
+#include "spool/spool.hpp"
+#include "ws_deque.hpp"
+
+namespace spool::detail {
+
+// Counters a single thread writes with plain load+store (no read-modify-write), so counting
+// costs a worker nothing it must share; readers sum them.
+struct counters {
+  std::atomic<std::uint64_t> submitted{0};
+  std::atomic<std::uint64_t> completed{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> cancelled{0};
+  std::atomic<std::uint64_t> stolen{0};
+};
+
+struct worker {
+  worker(core& o, unsigned i) : owner(o), index(i), rng(0x9E3779B97F4A7C15ull * (i + 1)) {}
+  core& owner;
+  const unsigned index;
+  ws_deque deque;
+  std::atomic<std::uint32_t> depth{0};  // tasks this thread is running (nested when helping)
+  counters stats;
+  std::uint64_t rng;  // victim selection, owner only
+  std::thread thread;
+};
+
+class core {
+ public:
+  explicit core(const config& cfg);  // starts the workers; throws spool::error(errc::system)
+  ~core();                           // shutdown(drain) must have joined already
+  core(const core&) = delete;
+  core& operator=(const core&) = delete;
+
+  // Takes ownership of t: it is queued, run (caller_runs), or destroyed (refused).
+  std::error_code submit(task* t) noexcept;
+
+  std::error_code wait_idle() noexcept;
+  void close() noexcept;
+  // errc::would_deadlock from one of this pool's workers; otherwise joins.
+  std::error_code shutdown(shutdown_mode mode, std::size_t* dropped) noexcept;
+
+  stats snapshot() const noexcept;
+  std::size_t thread_count() const noexcept { return workers_.size(); }
+  bool is_own_worker() const noexcept;
+
+  // Help-while-waiting: runs tasks until s is ready or the deadline passes. Only for a worker
+  // of this pool. Returns s.ready().
+  bool help_until(state_base& s, const std::chrono::steady_clock::time_point* deadline) noexcept;
+
+  void report_exception(std::exception_ptr e) noexcept;
+  parker& sleepers() noexcept { return parker_; }
+
+ private:
+  void worker_main(worker& w) noexcept;
+  task* find_task(worker& w) noexcept;
+  task* steal(worker& w) noexcept;
+  bool has_work() const noexcept;
+  // Polls for work (or for `done`) a while before the caller parks. True if worth another look.
+  template <class Done>
+  bool spin(worker& w, Done done) noexcept;
+  // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
+  void execute(worker* w, task* t) noexcept;
+  void finish_one() noexcept;
+  void wait_pending_zero() noexcept;
+  void stop_workers() noexcept;
+
+  const config cfg_;
+  injector injector_;
+  parker parker_;
+  std::vector<std::unique_ptr<worker>> workers_;
+
+  // Tasks accepted and not yet run or cancelled. wait_idle and the drain wait for zero.
+  alignas(64) std::atomic<std::uint64_t> pending_{0};
+  alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+
+  std::atomic<std::uint32_t> live_{0};   // worker threads started and not yet exited
+  std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
+  std::atomic<bool> terminate_{false};   // no task is left anywhere: workers exit
+  std::atomic<std::uint64_t> dropped_{0};
+  std::mutex shutdown_mu_;               // serialises shutdown(); guards joined_
+  bool joined_ = false;
+
+  counters outside_;  // work done by threads outside the pool (read-modify-write)
+  std::atomic<std::uint64_t> rejected_{0};
+};
+
+// The pool worker running on this thread, if any.
+worker* current_worker() noexcept;
+
+}  // namespace spool::detail

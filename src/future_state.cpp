@@ -1,0 +1,63 @@
+// future_state.cpp: completing a future and waiting for it.
+//
+// status_ holds k_ready and two "someone sleeps on me" bits. The completer exchanges in
+// k_ready and wakes exactly the kinds of sleeper the old value names: a futex wake for
+// outside threads sleeping on status_ itself, the pool's parker for workers that help while
+// waiting. A sleeper sets its bit with a read-modify-write before sleeping and sleeps only on
+// a value that still lacks k_ready, so it either sees the completion or is seen by it.
+#include <climits>
+
+#include "core.hpp"
+#include "futex.hpp"
+
+namespace spool::detail {
+
+void state_base::complete() noexcept {
+  const std::uint32_t old = status_.exchange(k_ready, std::memory_order_seq_cst);
+  // The task still holds its reference, so this object outlives both wakes.
+  if ((old & k_waited_outside) != 0) futex_wake(status_, INT_MAX);
+  if ((old & k_waited_worker) != 0) owner_->sleepers().notify_all();
+}
+
+bool state_base::mark_waited_by_worker() noexcept {
+  return (status_.fetch_or(k_waited_worker, std::memory_order_seq_cst) & k_ready) != 0;
+}
+
+void state_base::wait() noexcept {
+  if (ready()) return;
+  worker* w = current_worker();
+  if (w != nullptr && &w->owner == owner_) {
+    owner_->help_until(*this, nullptr);
+  } else {
+    wait_outside(nullptr);
+  }
+}
+
+bool state_base::wait_until(std::chrono::steady_clock::time_point deadline) noexcept {
+  if (ready()) return true;
+  worker* w = current_worker();
+  if (w != nullptr && &w->owner == owner_) return owner_->help_until(*this, &deadline);
+  wait_outside(&deadline);
+  return ready();
+}
+
+void state_base::wait_outside(const std::chrono::steady_clock::time_point* deadline) noexcept {
+  std::uint32_t s = status_.load(std::memory_order_acquire);
+  while ((s & k_ready) == 0) {
+    if ((s & k_waited_outside) == 0) {
+      if (!status_.compare_exchange_weak(s, s | k_waited_outside, std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+        continue;
+      }
+      s |= k_waited_outside;
+    }
+    if (deadline == nullptr) {
+      futex_wait(status_, s);
+    } else if (!futex_wait_until(status_, s, *deadline)) {
+      return;
+    }
+    s = status_.load(std::memory_order_acquire);
+  }
+}
+
+}  // namespace spool::detail

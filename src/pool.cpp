@@ -1,0 +1,44 @@
+// pool.cpp: spool::pool, the C++ face of detail::core.
+#include <cstdio>
+#include <exception>
+
+#include "core.hpp"
+#include "spool/spool.hpp"
+
+namespace spool {
+
+pool::pool(config cfg) : core_(new detail::core(cfg)) {}
+
+pool::~pool() {
+  if (core_->is_own_worker()) {
+    std::fputs("spool: a pool was destroyed by one of its own tasks; that cannot finish\n", stderr);
+    std::terminate();
+  }
+  core_->shutdown(shutdown_mode::drain, nullptr);
+  delete core_;
+}
+
+std::error_code pool::enqueue(detail::task* t) noexcept { return core_->submit(t); }
+
+void pool::wait_idle() { throw_if_error(core_->wait_idle()); }
+
+void pool::close() noexcept { core_->close(); }
+
+std::size_t pool::shutdown(shutdown_mode mode) {
+  std::size_t dropped = 0;
+  throw_if_error(core_->shutdown(mode, &dropped));
+  return dropped;
+}
+
+stats pool::statistics() const noexcept { return core_->snapshot(); }
+
+std::size_t pool::thread_count() const noexcept { return core_->thread_count(); }
+
+bool pool::is_worker() const noexcept { return core_->is_own_worker(); }
+
+int this_worker_index() noexcept {
+  detail::worker* w = detail::current_worker();
+  return w != nullptr ? static_cast<int>(w->index) : -1;
+}
+
+}  // namespace spool

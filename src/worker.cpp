@@ -1,0 +1,168 @@
+// worker.cpp: what a worker thread does: find a task (own deque, then the injector, then
+// steal), run it, and sleep in the parker when there is none. help_until() is the same loop
+// run by a worker that waits on a future.
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "core.hpp"
+
+namespace spool::detail {
+namespace {
+
+thread_local worker* tls_worker = nullptr;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Owner-only counter: a plain load and store, no read-modify-write.
+inline void bump(std::atomic<std::uint64_t>& c) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void name_thread(const std::string& prefix, unsigned index) noexcept {
+  std::string name = prefix + "-" + std::to_string(index);
+  name.resize(std::min<std::size_t>(name.size(), 15));  // the kernel's limit
+  pthread_setname_np(pthread_self(), name.c_str());
+}
+
+}  // namespace
+
+worker* current_worker() noexcept { return tls_worker; }
+
+void core::worker_main(worker& w) noexcept {
+  tls_worker = &w;
+  name_thread(cfg_.name, w.index);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  for (;;) {
+    if (task* t = find_task(w)) {
+      execute(&w, t);
+      continue;
+    }
+    if (spin(w, [] { return false; })) continue;
+    // The parker's protocol: announce, look once more, then sleep (src/README.md).
+    const std::uint32_t key = parker_.prepare();
+    if (terminate_.load(std::memory_order_seq_cst)) {
+      parker_.cancel();
+      break;
+    }
+    if (task* t = find_task(w)) {
+      parker_.cancel();
+      execute(&w, t);
+      continue;
+    }
+    parker_.park(key);
+  }
+  live_.fetch_sub(1, std::memory_order_relaxed);
+  tls_worker = nullptr;
+}
+
+task* core::find_task(worker& w) noexcept {
+  if (task* t = w.deque.pop()) return t;
+  if (task* t = injector_.pop()) return t;
+  return steal(w);
+}
+
+task* core::steal(worker& w) noexcept {
+  const std::size_t n = workers_.size();
+  if (n < 2) return nullptr;
+  for (;;) {
+    // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
+    w.rng ^= w.rng << 13;
+    w.rng ^= w.rng >> 7;
+    w.rng ^= w.rng << 17;
+    const std::size_t start = static_cast<std::size_t>(w.rng % n);
+    bool contended = false;
+    for (std::size_t k = 0; k < n; ++k) {
+      worker& victim = *workers_[(start + k) % n];
+      if (&victim == &w) continue;
+      auto [t, retry] = victim.deque.steal();
+      if (t != nullptr) {
+        bump(w.stats.stolen);
+        return t;
+      }
+      contended |= retry;
+    }
+    // A lost race means that deque was not empty; giving up now could leave its tasks to an
+    // owner that is blocked, so look again until every deque is seen empty.
+    if (!contended) return nullptr;
+  }
+}
+
+bool core::has_work() const noexcept {
+  if (!injector_.empty()) return true;
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [](const auto& w) { return !w->deque.empty(); });
+}
+
+template <class Done>
+bool core::spin(worker&, Done done) noexcept {
+  for (unsigned round = 0; round < cfg_.spin_rounds; ++round) {
+    for (int i = 0; i < 16; ++i) cpu_relax();
+    if (done() || has_work()) return true;
+  }
+  return false;
+}
+
+void core::execute(worker* w, task* t) noexcept {
+  counters& c = w != nullptr ? w->stats : outside_;
+  auto count = [w](std::atomic<std::uint64_t>& field) {
+    if (w != nullptr) {
+      bump(field);
+    } else {
+      field.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  if (w != nullptr) w->depth.store(w->depth.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (discarding_.load(std::memory_order_acquire)) {
+    t->cancel();
+    count(c.cancelled);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  } else if (t->run(*this)) {
+    count(c.completed);
+  } else {
+    count(c.failed);
+  }
+  if (w != nullptr) w->depth.store(w->depth.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  finish_one();
+}
+
+bool core::help_until(state_base& s, const std::chrono::steady_clock::time_point* deadline) noexcept {
+  worker& w = *tls_worker;
+  for (;;) {
+    if (s.ready()) return true;
+    if (task* t = find_task(w)) {
+      execute(&w, t);
+      continue;
+    }
+    if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
+    if (spin(w, [&s] { return s.ready(); })) continue;
+    const std::uint32_t key = parker_.prepare();
+    // After prepare(): either the completer sees our flag and wakes the parker, or we see
+    // the state ready here (both are seq_cst read-modify-writes on the status word).
+    if (s.mark_waited_by_worker()) {
+      parker_.cancel();
+      return true;
+    }
+    if (task* t = find_task(w)) {
+      parker_.cancel();
+      execute(&w, t);
+      continue;
+    }
+    if (deadline == nullptr) {
+      parker_.park(key);
+    } else if (!parker_.park_until(key, *deadline)) {
+      return s.ready();
+    }
+  }
+}
+
+}  // namespace spool::detail
