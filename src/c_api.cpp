@@ -1,5 +1,6 @@
 // c_api.cpp: the C API (spool.h) over detail::core.
 #include <chrono>
+#include <cstring>
 #include <new>
 
 #include "core.hpp"
@@ -77,7 +78,12 @@ int spool_create(const spool_config* cfg, spool_pool** out) {
   spool_config c;
   spool_config_init(&c);
   if (cfg != nullptr) c = *cfg;
-  if (c.on_full < SPOOL_FULL_BLOCK || c.on_full > SPOOL_FULL_DISCARD_OLDEST) return SPOOL_EINVAL;
+  // A C caller can store any int in the enum; loading an out-of-range enumerator in C++ is
+  // undefined, so inspect the bytes as an int.
+  static_assert(sizeof(spool_full_policy) == sizeof(int));
+  int policy;
+  std::memcpy(&policy, &c.on_full, sizeof policy);
+  if (policy < SPOOL_FULL_BLOCK || policy > SPOOL_FULL_DISCARD_OLDEST) return SPOOL_EINVAL;
   try {
     *out = new spool_pool(to_cpp(c));
   } catch (const spool::error& e) {
@@ -114,7 +120,10 @@ int spool_close(spool_pool* pool) {
 
 int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped) {
   if (pool == nullptr) return SPOOL_EINVAL;
-  if (mode != SPOOL_SHUTDOWN_DRAIN && mode != SPOOL_SHUTDOWN_DISCARD) return SPOOL_EINVAL;
+  static_assert(sizeof(spool_shutdown_mode) == sizeof(int));
+  int m;
+  std::memcpy(&m, &mode, sizeof m);
+  if (m != SPOOL_SHUTDOWN_DRAIN && m != SPOOL_SHUTDOWN_DISCARD) return SPOOL_EINVAL;
   return to_c(pool->core.shutdown(static_cast<spool::shutdown_mode>(mode), dropped));
 }
 

@@ -57,19 +57,11 @@ std::error_code core::submit(task* t) noexcept {
   if (worker* w = current_worker(); w != nullptr && &w->owner == this) {
     // From inside the pool: the worker's own deque, never bounded, never blocking. Accepted
     // while draining (it is part of finishing queued work); refused while discarding.
-    if (discarding_.load(std::memory_order_acquire)) {
-      finish_one();
-      rejected_.fetch_add(1, std::memory_order_relaxed);
-      t->destroy();
-      return errc::shut_down;
-    }
+    if (discarding_.load(std::memory_order_acquire)) return refuse(t, errc::shut_down);
     try {
       w->deque.push(t);
     } catch (...) {
-      finish_one();
-      rejected_.fetch_add(1, std::memory_order_relaxed);
-      t->destroy();
-      return errc::no_memory;
+      return refuse(t, errc::no_memory);
     }
     w->stats.submitted.store(w->stats.submitted.load(std::memory_order_relaxed) + 1,
                              std::memory_order_relaxed);
@@ -93,10 +85,15 @@ std::error_code core::submit(task* t) noexcept {
     execute(nullptr, t);
     return {};
   }
-  finish_one();
+  return refuse(t, err);
+}
+
+std::error_code core::refuse(task* t, std::error_code why) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);
   t->destroy();
-  return err;
+  // Last: once pending_ may reach zero, a shutdown() waiting for it may proceed.
+  finish_one();
+  return why;
 }
 
 void core::finish_one() noexcept {
@@ -131,7 +128,10 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
   if (!joined_) {
     injector_.close();
-    if (mode == shutdown_mode::discard) discarding_.store(true, std::memory_order_seq_cst);
+    if (mode == shutdown_mode::discard) {
+      discarding_.store(true, std::memory_order_seq_cst);
+      drop_queued();
+    }
     // Draining or discarding, every accepted task leaves through execute(), which runs or
     // cancels it and counts it down; zero means nothing is queued, running or can be added.
     wait_pending_zero();
@@ -140,6 +140,35 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
   }
   if (dropped != nullptr) *dropped = dropped_.load(std::memory_order_relaxed) - before;
   return {};
+}
+
+void core::drop_queued() noexcept {
+  // The injector is closed and worker submissions are refused, so this sweep only shrinks the
+  // queues. A running task may still push after it (it read discarding_ just before it was
+  // set); execute() cancels such a task when a worker takes it.
+  while (task* t = injector_.pop()) drop(nullptr, t);
+  for (auto& w : workers_) {
+    for (;;) {
+      auto [t, retry] = w->deque.steal();
+      if (t != nullptr) {
+        drop(nullptr, t);
+      } else if (!retry) {
+        break;
+      }
+    }
+  }
+}
+
+void core::drop(worker* w, task* t) noexcept {
+  t->cancel();
+  if (w != nullptr) {
+    w->stats.cancelled.store(w->stats.cancelled.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+  } else {
+    outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  finish_one();
 }
 
 void core::stop_workers() noexcept {

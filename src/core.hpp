@@ -81,6 +81,12 @@ class core {
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
   void finish_one() noexcept;
+  // shutdown(discard): cancels everything queued now, from the calling thread.
+  void drop_queued() noexcept;
+  // Cancels t, counts it as dropped and finished (w: the counting worker, or null).
+  void drop(worker* w, task* t) noexcept;
+  // Undoes a submission's pending_ count, frees the task and reports why.
+  std::error_code refuse(task* t, std::error_code why) noexcept;
   void wait_pending_zero() noexcept;
   void stop_workers() noexcept;
 

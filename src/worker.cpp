@@ -28,6 +28,10 @@ inline void bump(std::atomic<std::uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+inline void bump32(std::atomic<std::uint32_t>& c, int by) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by), std::memory_order_relaxed);
+}
+
 void name_thread(const std::string& prefix, unsigned index) noexcept {
   std::string name = prefix + "-" + std::to_string(index);
   name.resize(std::min<std::size_t>(name.size(), 15));  // the kernel's limit
@@ -113,25 +117,18 @@ bool core::spin(worker&, Done done) noexcept {
 }
 
 void core::execute(worker* w, task* t) noexcept {
-  counters& c = w != nullptr ? w->stats : outside_;
-  auto count = [w](std::atomic<std::uint64_t>& field) {
-    if (w != nullptr) {
-      bump(field);
-    } else {
-      field.fetch_add(1, std::memory_order_relaxed);
-    }
-  };
-  if (w != nullptr) w->depth.store(w->depth.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (discarding_.load(std::memory_order_acquire)) {
-    t->cancel();
-    count(c.cancelled);
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-  } else if (t->run(*this)) {
-    count(c.completed);
-  } else {
-    count(c.failed);
+    drop(w, t);
+    return;
   }
-  if (w != nullptr) w->depth.store(w->depth.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  counters& c = w != nullptr ? w->stats : outside_;
+  if (w != nullptr) {
+    bump32(w->depth, +1);
+    bump(t->run(*this) ? c.completed : c.failed);
+    bump32(w->depth, -1);
+  } else {
+    (t->run(*this) ? c.completed : c.failed).fetch_add(1, std::memory_order_relaxed);
+  }
   finish_one();
 }
 

@@ -1,0 +1,121 @@
+# spool -- top-level driver.
+#
+#   make run    install deps, build (release), run build/release/examples/spool-demo $(ARGS)
+#   make test   install deps, then build + ctest in build/release (-Werror),
+#               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
+#               finally the install/consumer test (tests/install/run.sh)
+#
+# Other targets: deps build test-release tsan asan install-test format clean help
+# Knobs: ARGS="..." (for run), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
+#        WERROR=ON, CTEST_ARGS="-R pattern", SPOOL_SKIP_DEPS=1, BUILD_ROOT=build
+
+SHELL       := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+# Stages must run one after another (in prerequisite order), even under make -j.
+.NOTPARALLEL:
+.DEFAULT_GOAL := build
+
+CMAKE      ?= cmake
+CTEST      ?= ctest
+GENERATOR  ?= Ninja
+WERROR     ?= ON
+CTEST_JOBS ?= 2
+TSAN_JOBS  ?= 2
+ASAN_JOBS  ?= 2
+CTEST_ARGS ?=
+ARGS       ?=
+
+BUILD_ROOT  ?= build
+RELEASE_DIR ?= $(BUILD_ROOT)/release
+TSAN_DIR    ?= $(BUILD_ROOT)/tsan
+ASAN_DIR    ?= $(BUILD_ROOT)/asan
+INSTALL_DIR ?= $(BUILD_ROOT)/install-test
+
+RELEASE_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOOL_SANITIZE= -DSPOOL_WERROR=$(WERROR)
+TSAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=thread -DSPOOL_WERROR=OFF
+ASAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=address -DSPOOL_WERROR=OFF
+
+CTEST_COMMON := --output-on-failure --no-tests=error $(CTEST_ARGS)
+
+# $(call banner,text)
+banner = @printf '\n%s\n==> %s\n%s\n' \
+  "================================================================================" \
+  "$(1)" \
+  "================================================================================"
+
+# $(call configure,dir,flags)
+configure = $(CMAKE) -S . -B $(1) -G "$(GENERATOR)" $(2)
+
+.PHONY: help deps run build test test-release tsan asan install-test format clean
+
+help:
+	@echo "spool make targets:"
+	@echo "  make run [ARGS=...]  install deps, build release, run examples/spool-demo"
+	@echo "  make test            install deps; release + tsan + asan ctest; install test"
+	@echo "  make deps            install missing Debian packages (scripts/install-deps.sh)"
+	@echo "  make build           configure + build $(RELEASE_DIR)"
+	@echo "  make test-release    build + ctest in $(RELEASE_DIR)"
+	@echo "  make tsan            build + ctest in $(TSAN_DIR) (ThreadSanitizer)"
+	@echo "  make asan            build + ctest in $(ASAN_DIR) (AddressSanitizer + UBSan)"
+	@echo "  make install-test    tests/install/run.sh (cmake --install + consumers)"
+	@echo "  make format          clang-format sources (if clang-format is installed)"
+	@echo "  make clean           remove $(BUILD_ROOT)/"
+
+deps:
+	$(call banner,Dependencies (scripts/install-deps.sh))
+	@scripts/install-deps.sh
+
+# ----------------------------------------------------------------------------
+run: deps
+	$(call banner,Build: release ($(RELEASE_DIR)) -- spool-demo)
+	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
+	$(CMAKE) --build $(RELEASE_DIR) --target spool-demo
+	$(call banner,Run: $(RELEASE_DIR)/examples/spool-demo $(ARGS))
+	$(RELEASE_DIR)/examples/spool-demo $(ARGS)
+
+build: deps
+	$(call banner,Build: release ($(RELEASE_DIR)))
+	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
+	$(CMAKE) --build $(RELEASE_DIR)
+
+# ----------------------------------------------------------------------------
+test: deps test-release tsan asan install-test
+	$(call banner,ALL TESTS PASSED (release, tsan, asan, install))
+
+test-release: build
+	$(call banner,Test: release ($(RELEASE_DIR)))
+	$(CTEST) --test-dir $(RELEASE_DIR) $(CTEST_COMMON) -j $(CTEST_JOBS)
+
+tsan: deps
+	$(call banner,Build: ThreadSanitizer ($(TSAN_DIR)))
+	$(call configure,$(TSAN_DIR),$(TSAN_FLAGS))
+	$(CMAKE) --build $(TSAN_DIR)
+	$(call banner,Test: ThreadSanitizer ($(TSAN_DIR)))
+	scripts/sanitizer-env.sh thread $(CTEST) --test-dir $(TSAN_DIR) $(CTEST_COMMON) -j $(TSAN_JOBS)
+
+asan: deps
+	$(call banner,Build: AddressSanitizer + UBSan ($(ASAN_DIR)))
+	$(call configure,$(ASAN_DIR),$(ASAN_FLAGS))
+	$(CMAKE) --build $(ASAN_DIR)
+	$(call banner,Test: AddressSanitizer + UBSan ($(ASAN_DIR)))
+	scripts/sanitizer-env.sh address $(CTEST) --test-dir $(ASAN_DIR) $(CTEST_COMMON) -j $(ASAN_JOBS)
+
+install-test: deps
+	$(call banner,Test: install + CMake/pkg-config consumers (tests/install/run.sh))
+	SPOOL_INSTALL_BUILD_DIR="$(INSTALL_DIR)" tests/install/run.sh
+
+# ----------------------------------------------------------------------------
+FORMAT_FILES = $(shell find include src tests examples \
+  \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' \) -type f 2>/dev/null)
+
+format:
+	@if command -v clang-format >/dev/null 2>&1; then \
+	  echo "clang-format -i <$(words $(FORMAT_FILES)) files>"; \
+	  clang-format -i $(FORMAT_FILES); \
+	else \
+	  echo "format: clang-format is not installed; skipping (apt-get install clang-format)"; \
+	fi
+
+clean:
+	@case "$(BUILD_ROOT)" in ""|/|.|..) echo "clean: refusing BUILD_ROOT='$(BUILD_ROOT)'"; exit 1;; esac
+	rm -rf "$(BUILD_ROOT)"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Install the Debian packages spool needs to build and test.
+#
+# Idempotent and fast: a single dpkg-query call decides what is missing; when
+# everything is already installed it exits immediately without touching the
+# network. Only when something is missing does it run `apt-get update` and
+# `apt-get install` (via sudo when not root).
+#
+# Environment:
+#   SPOOL_SKIP_DEPS=1         do nothing
+#   SPOOL_EXTRA_PACKAGES="a b" additional packages to require
+set -euo pipefail
+
+# ===========================================================================
+# REQUIRED DEBIAN PACKAGES -- edit this list when a new dependency is needed
+# (e.g. later: libtbb-dev, libboost-dev, redis-server, libsqlite3-dev, wrk,
+#  siege, nginx, chromium, clang, clang-format ...). One package per line.
+# ===========================================================================
+PACKAGES=(
+  g++            # C/C++ compiler (gcc-12 on Debian 12)
+  cmake          # build system generator (>= 3.21)
+  ninja-build    # build tool used by the Makefile
+  make           # top-level driver (Makefile)
+  pkg-config     # used by tests/install/run.sh (pkg-config consumer)
+  googletest     # GoogleTest sources in /usr/src/googletest (built with sanitizers)
+  libgtest-dev   # GoogleTest headers
+  util-linux     # setarch (runs sanitizer tests with ASLR disabled)
+)
+# ===========================================================================
+
+if [[ "${SPOOL_SKIP_DEPS:-0}" == 1 ]]; then
+  exit 0
+fi
+
+# shellcheck disable=SC2206
+PACKAGES+=(${SPOOL_EXTRA_PACKAGES:-})
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "install-deps: dpkg-query not found (not a Debian-based system?)." >&2
+  echo "install-deps: please install manually: ${PACKAGES[*]}" >&2
+  exit 0
+fi
+
+# One dpkg-query call for all packages; unknown packages produce no "ii" line.
+installed="$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null || true)"
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! grep -qE "^${pkg//+/\\+}(:[a-z0-9]+)? ii" <<<"$installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} required packages are installed."
+  exit 0
+fi
+
+echo "install-deps: missing packages: ${missing[*]}"
+SUDO=()
+if [[ "$(id -u)" -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "install-deps: not root and sudo is not available; install as root:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 "${missing[@]}"
+echo "install-deps: installed: ${missing[*]}"
