@@ -4,6 +4,7 @@
 #   1. CMake:      find_package(spool) via CMAKE_PREFIX_PATH -> spool::spool and spool::spool_static
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs spool)           (libspool.so, LD_LIBRARY_PATH)
 #   3. pkg-config: cc main.c $(pkg-config --cflags --static --libs spool)  (libspool.a)
+#   4. tpool:      a program written for tpool, unchanged, with -I<prefix>/include/spool -lspool
 #
 # Environment:
 #   SPOOL_INSTALL_BUILD_DIR  library build dir (default: <repo>/build/install-test)
@@ -109,4 +110,11 @@ if grep -q 'NEEDED.*libspool' <<<"$(readelf -d "$tmp/c_static")"; then
 fi
 env -u LD_LIBRARY_PATH "$tmp/c_static" || fail "pkg-config static consumer failed"
 
-printf '\ninstall-test: ALL OK (cmake shared+static, pkg-config shared+static)\n'
+# --- 4. an unchanged tpool program ---------------------------------------------
+step "tpool drop-in: cc -I<prefix>/include/spool quicksort.c -L<libdir> -lspool"
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/tpool_quicksort" "$here/tpool/quicksort.c" \
+  -I"$prefix/include/spool" -L"$libdir" -lspool
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/tpool_quicksort" \
+  || fail "the tpool program failed"
+
+printf '\ninstall-test: ALL OK (cmake shared+static, pkg-config shared+static, tpool drop-in)\n'
