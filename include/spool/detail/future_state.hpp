@@ -48,8 +48,10 @@ class state_base {
  protected:
   // Publishes the result written before it and wakes the waiters. Called once.
   void complete() noexcept;
-  void rethrow_if_failed() const {
-    if (failure_) std::rethrow_exception(failure_);
+  // Moves the exception out, so the state (which the worker may free on its own thread) no
+  // longer shares the exception object with the thread that rethrows it. Called once, by get().
+  void rethrow_if_failed() {
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
   }
 
   std::exception_ptr failure_;
