@@ -25,6 +25,11 @@ PACKAGES=(
   googletest     # GoogleTest sources in /usr/src/googletest (built with sanitizers)
   libgtest-dev   # GoogleTest headers
   util-linux     # setarch (runs sanitizer tests with ASLR disabled)
+  # spool-bench: the peers it measures spool against, its plots, its micro-benchmarks
+  libtbb-dev     # oneTBB (task_group, task_arena)
+  libboost-dev   # Boost.Asio thread_pool (header-only)
+  gnuplot-nox    # --plot PNG charts
+  libbenchmark-dev  # Google Benchmark for bench/micro
 )
 # ===========================================================================
 

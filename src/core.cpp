@@ -15,6 +15,13 @@ unsigned thread_count_for(const config& cfg) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Half the cores may poll for work at once (at least one): enough to catch the next task
+// without a futex wake, few enough that spinners never crowd out the threads doing work.
+std::uint32_t max_spinners_for(unsigned threads) {
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, std::min(threads, cpus) / 2);
+}
+
 template <class Field>
 std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters& outside,
                   Field field) {
@@ -26,7 +33,9 @@ std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters
 }  // namespace
 
 core::core(const config& cfg)
-    : cfg_(cfg), injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout) {
+    : cfg_(cfg),
+      injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
+      parker_(max_spinners_for(thread_count_for(cfg))) {
   const unsigned n = thread_count_for(cfg);
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<worker>(*this, i));

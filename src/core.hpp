@@ -78,6 +78,8 @@ class core {
   // Polls for work (or for `done`) a while before the caller parks. True if worth another look.
   template <class Done>
   bool spin(worker& w, Done done) noexcept;
+  // Called by a worker that found a task after being idle: wakes one sleeper if more is queued.
+  void wake_for_surplus() noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
   void finish_one() noexcept;

@@ -46,11 +46,15 @@ void core::worker_main(worker& w) noexcept {
   tls_worker = &w;
   name_thread(cfg_.name, w.index);
   live_.fetch_add(1, std::memory_order_relaxed);
+  bool was_idle = false;
   for (;;) {
     if (task* t = find_task(w)) {
+      if (was_idle) wake_for_surplus();
+      was_idle = false;
       execute(&w, t);
       continue;
     }
+    was_idle = true;
     if (spin(w, [] { return false; })) continue;
     // The parker's protocol: announce, look once more, then sleep (src/README.md).
     const std::uint32_t key = parker_.prepare();
@@ -60,6 +64,8 @@ void core::worker_main(worker& w) noexcept {
     }
     if (task* t = find_task(w)) {
       parker_.cancel();
+      wake_for_surplus();
+      was_idle = false;
       execute(&w, t);
       continue;
     }
@@ -109,11 +115,21 @@ bool core::has_work() const noexcept {
 
 template <class Done>
 bool core::spin(worker&, Done done) noexcept {
-  for (unsigned round = 0; round < cfg_.spin_rounds; ++round) {
+  if (cfg_.spin_rounds == 0 || !parker_.try_start_spinning()) return false;
+  bool found = false;
+  for (unsigned round = 0; round < cfg_.spin_rounds && !found; ++round) {
     for (int i = 0; i < 16; ++i) cpu_relax();
-    if (done() || has_work()) return true;
+    found = done() || has_work();
   }
-  return false;
+  parker_.stop_spinning();
+  return found;
+}
+
+void core::wake_for_surplus() noexcept {
+  // This worker just went from idle to busy. Submissions made while it spun woke nobody, so
+  // if more work is queued than the task it took, pass the baton to one sleeper (which does
+  // the same in turn): parallelism ramps up one wake-up per task, not one per submission.
+  if (has_work()) parker_.notify_one();
 }
 
 void core::execute(worker* w, task* t) noexcept {
@@ -141,7 +157,10 @@ bool core::help_until(state_base& s, const std::chrono::steady_clock::time_point
       continue;
     }
     if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
-    if (spin(w, [&s] { return s.ready(); })) continue;
+    if (spin(w, [&s] { return s.ready(); })) {
+      if (!s.ready()) wake_for_surplus();
+      continue;
+    }
     const std::uint32_t key = parker_.prepare();
     // After prepare(): either the completer sees our flag and wakes the parker, or we see
     // the state ready here (both are seq_cst read-modify-writes on the status word).
@@ -151,6 +170,7 @@ bool core::help_until(state_base& s, const std::chrono::steady_clock::time_point
     }
     if (task* t = find_task(w)) {
       parker_.cancel();
+      wake_for_surplus();
       execute(&w, t);
       continue;
     }

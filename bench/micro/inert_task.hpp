@@ -1,0 +1,15 @@
+// inert_task.hpp: a task that does nothing, for benchmarks that push tasks through a queue
+// and never run them. Allocated up front, so a benchmark measures the queue, not malloc.
+#pragma once
+
+#include "spool/detail/task.hpp"
+
+namespace spool_micro {
+
+struct inert_task final : spool::detail::task {
+  bool run(spool::detail::core&) noexcept override { return true; }
+  void cancel() noexcept override {}
+  void destroy() noexcept override {}
+};
+
+}  // namespace spool_micro
