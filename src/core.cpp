@@ -59,73 +59,108 @@ bool core::is_own_worker() const noexcept {
 }
 
 std::error_code core::submit(task* t) noexcept {
-  // Counted before the task becomes visible, so no worker can finish it first and wait_idle
-  // cannot see zero while it is queued. Undone if the submission is refused.
-  pending_.fetch_add(1, std::memory_order_relaxed);
+  worker* w = current_worker();
+  if (w != nullptr && &w->owner != this) w = nullptr;  // another pool's worker is an outsider here
+  // Counted before the task becomes visible, so quiescent() can never see it finished but not
+  // submitted. Undone if the submission is refused.
+  tally(w, &counters::submitted, 1);
 
-  if (worker* w = current_worker(); w != nullptr && &w->owner == this) {
+  if (w != nullptr) {
     // From inside the pool: the worker's own deque, never bounded, never blocking. Accepted
     // while draining (it is part of finishing queued work); refused while discarding.
-    if (discarding_.load(std::memory_order_acquire)) return refuse(t, errc::shut_down);
+    if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
     try {
       w->deque.push(t);
     } catch (...) {
-      return refuse(t, errc::no_memory);
+      return refuse(w, t, errc::no_memory);
     }
-    w->stats.submitted.store(w->stats.submitted.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
     parker_.notify_one();
     return {};
   }
 
   auto [err, evicted] = injector_.push(t);
   if (!err) {
-    outside_.submitted.fetch_add(1, std::memory_order_relaxed);
+    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
     parker_.notify_one();
-    if (evicted != nullptr) {
+    if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
       evicted->cancel();
-      outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
-      finish_one();
+      tally(nullptr, &counters::cancelled, 1);
     }
     return {};
   }
   if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
-    outside_.submitted.fetch_add(1, std::memory_order_relaxed);
+    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
     execute(nullptr, t);
+    notify_idle_waiters();
     return {};
   }
-  return refuse(t, err);
+  return refuse(nullptr, t, err);
 }
 
-std::error_code core::refuse(task* t, std::error_code why) noexcept {
+std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);
   t->destroy();
-  // Last: once pending_ may reach zero, a shutdown() waiting for it may proceed.
-  finish_one();
+  tally(w, &counters::submitted, ~std::uint64_t{0});  // minus one
+  // The undone count may be what makes the pool quiescent.
+  notify_idle_waiters();
   return why;
 }
 
-void core::finish_one() noexcept {
-  // Pairs with wait_pending_zero(): each side does a seq_cst read-modify-write on its own
-  // counter and then reads the other's, so at least one sees the other (no lost wake-up).
-  if (pending_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+void core::tally(worker* w, std::atomic<std::uint64_t> counters::*field,
+                 std::uint64_t delta) noexcept {
+  if (w != nullptr) {
+    // Only w's thread writes its counters: no read-modify-write. Release, so a reader that
+    // sees a task counted as finished also sees it counted as submitted (quiescent()).
+    std::atomic<std::uint64_t>& c = w->stats.*field;
+    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+  } else {
+    (outside_.*field).fetch_add(delta, std::memory_order_seq_cst);
+  }
+}
+
+bool core::quiescent() const noexcept {
+  // Finished first, then submitted. Each task is counted submitted before it can be counted
+  // finished, and accepted tasks are never uncounted, so equal sums mean that at the moment
+  // the finished counters were read, every accepted task had finished (src/README.md).
+  auto finished_in = [](const counters& c) {
+    return c.completed.load(std::memory_order_acquire) + c.failed.load(std::memory_order_acquire) +
+           c.cancelled.load(std::memory_order_acquire);
+  };
+  std::uint64_t finished = finished_in(outside_);
+  for (const auto& w : workers_) finished += finished_in(w->stats);
+  std::uint64_t submitted = outside_.submitted.load(std::memory_order_acquire);
+  for (const auto& w : workers_) submitted += w->stats.submitted.load(std::memory_order_acquire);
+  return finished == submitted;
+}
+
+void core::notify_idle_waiters() noexcept {
+  // Pairs with wait_quiescent(): each side updates its own counter, then (after a full
+  // barrier) reads the other's, so a waiter either sees the update or is seen here.
+#ifdef SPOOL_TSAN
+  if (idle_waiters_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (idle_waiters_.load(std::memory_order_seq_cst) == 0) return;
+#endif
   std::lock_guard lock(idle_mu_);
   idle_cv_.notify_all();
 }
 
-void core::wait_pending_zero() noexcept {
+void core::wait_quiescent() noexcept {
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
   {
     std::unique_lock lock(idle_mu_);
-    idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_seq_cst) == 0; });
+    idle_cv_.wait(lock, [this] { return quiescent(); });
   }
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 std::error_code core::wait_idle() noexcept {
   if (is_own_worker()) return errc::would_deadlock;
-  wait_pending_zero();
+  wait_quiescent();
   return {};
 }
 
@@ -141,9 +176,9 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
       discarding_.store(true, std::memory_order_seq_cst);
       drop_queued();
     }
-    // Draining or discarding, every accepted task leaves through execute(), which runs or
-    // cancels it and counts it down; zero means nothing is queued, running or can be added.
-    wait_pending_zero();
+    // Draining or discarding, every accepted task leaves through execute() or drop(), which
+    // count it finished; quiescent means nothing is queued or running, so nothing can be added.
+    wait_quiescent();
     stop_workers();
     joined_ = true;
   }
@@ -170,14 +205,9 @@ void core::drop_queued() noexcept {
 
 void core::drop(worker* w, task* t) noexcept {
   t->cancel();
-  if (w != nullptr) {
-    w->stats.cancelled.store(w->stats.cancelled.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
-  } else {
-    outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
-  }
   dropped_.fetch_add(1, std::memory_order_relaxed);
-  finish_one();
+  tally(w, &counters::cancelled, 1);
+  notify_idle_waiters();
 }
 
 void core::stop_workers() noexcept {
@@ -196,7 +226,9 @@ stats core::snapshot() const noexcept {
     if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
     s.queued += w->deque.size();
   }
-  s.submitted = sum(workers_, outside_, &counters::submitted);
+  // outside_.submitted also counts submissions still waiting for room; report accepted ones.
+  s.submitted = accepted_outside_.load(std::memory_order_relaxed);
+  for (const auto& w : workers_) s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
   s.completed = sum(workers_, outside_, &counters::completed);
   s.failed = sum(workers_, outside_, &counters::failed);
   s.cancelled = sum(workers_, outside_, &counters::cancelled);

@@ -24,7 +24,8 @@
 namespace spool::detail {
 
 // Counters a single thread writes with plain load+store (no read-modify-write), so counting
-// costs a worker nothing it must share; readers sum them.
+// costs a worker nothing it must share; readers sum them. The pool is idle exactly when
+// submitted == completed + failed + cancelled, summed over all workers and the outsiders.
 struct counters {
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> completed{0};
@@ -82,14 +83,19 @@ class core {
   void wake_for_surplus() noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
-  void finish_one() noexcept;
   // shutdown(discard): cancels everything queued now, from the calling thread.
   void drop_queued() noexcept;
-  // Cancels t, counts it as dropped and finished (w: the counting worker, or null).
+  // Cancels t and counts it as dropped (w: the counting worker, or null for any other thread).
   void drop(worker* w, task* t) noexcept;
-  // Undoes a submission's pending_ count, frees the task and reports why.
-  std::error_code refuse(task* t, std::error_code why) noexcept;
-  void wait_pending_zero() noexcept;
+  // Undoes a submission's count, frees the task and reports why.
+  std::error_code refuse(worker* w, task* t, std::error_code why) noexcept;
+  // Adds delta to a counter: w's own (plain store, w's thread only) or the outsiders' (null).
+  void tally(worker* w, std::atomic<std::uint64_t> counters::*field, std::uint64_t delta) noexcept;
+  // Every accepted task has finished: nothing is queued or running.
+  bool quiescent() const noexcept;
+  void wait_quiescent() noexcept;
+  // Called wherever the pool may have just become quiescent.
+  void notify_idle_waiters() noexcept;
   void stop_workers() noexcept;
 
   const config cfg_;
@@ -97,8 +103,7 @@ class core {
   parker parker_;
   std::vector<std::unique_ptr<worker>> workers_;
 
-  // Tasks accepted and not yet run or cancelled. wait_idle and the drain wait for zero.
-  alignas(64) std::atomic<std::uint64_t> pending_{0};
+  // Threads in wait_quiescent() (wait_idle, shutdown).
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
@@ -111,6 +116,7 @@ class core {
   bool joined_ = false;
 
   counters outside_;  // work done by threads outside the pool (read-modify-write)
+  std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share
   std::atomic<std::uint64_t> rejected_{0};
 };
 

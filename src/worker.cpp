@@ -23,11 +23,6 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// Owner-only counter: a plain load and store, no read-modify-write.
-inline void bump(std::atomic<std::uint64_t>& c) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 inline void bump32(std::atomic<std::uint32_t>& c, int by) noexcept {
   c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by), std::memory_order_relaxed);
 }
@@ -58,6 +53,8 @@ void core::worker_main(worker& w) noexcept {
     if (spin(w, [] { return false; })) continue;
     // The parker's protocol: announce, look once more, then sleep (src/README.md).
     const std::uint32_t key = parker_.prepare();
+    // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
+    notify_idle_waiters();
     if (terminate_.load(std::memory_order_seq_cst)) {
       parker_.cancel();
       break;
@@ -96,7 +93,7 @@ task* core::steal(worker& w) noexcept {
       if (&victim == &w) continue;
       auto [t, retry] = victim.deque.steal();
       if (t != nullptr) {
-        bump(w.stats.stolen);
+        tally(&w, &counters::stolen, 1);
         return t;
       }
       contended |= retry;
@@ -137,15 +134,10 @@ void core::execute(worker* w, task* t) noexcept {
     drop(w, t);
     return;
   }
-  counters& c = w != nullptr ? w->stats : outside_;
-  if (w != nullptr) {
-    bump32(w->depth, +1);
-    bump(t->run(*this) ? c.completed : c.failed);
-    bump32(w->depth, -1);
-  } else {
-    (t->run(*this) ? c.completed : c.failed).fetch_add(1, std::memory_order_relaxed);
-  }
-  finish_one();
+  if (w != nullptr) bump32(w->depth, +1);
+  const bool ok = t->run(*this);
+  if (w != nullptr) bump32(w->depth, -1);
+  tally(w, ok ? &counters::completed : &counters::failed, 1);
 }
 
 bool core::help_until(state_base& s, const std::chrono::steady_clock::time_point* deadline) noexcept {
