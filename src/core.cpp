@@ -15,6 +15,9 @@ unsigned thread_count_for(const config& cfg) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Lock-free lanes for this many distinct outside threads; later ones share the injector.
+constexpr std::size_t k_producer_slots = 32;
+
 // Half the cores may poll for work at once (at least one): enough to catch the next task
 // without a futex wake, few enough that spinners never crowd out the threads doing work.
 std::uint32_t max_spinners_for(unsigned threads) {
@@ -35,6 +38,7 @@ std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters
 core::core(const config& cfg)
     : cfg_(cfg),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
+      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0),
       parker_(max_spinners_for(thread_count_for(cfg))) {
   const unsigned n = thread_count_for(cfg);
   workers_.reserve(n);
@@ -59,13 +63,11 @@ bool core::is_own_worker() const noexcept {
 }
 
 std::error_code core::submit(task* t) noexcept {
+  // Each path counts the submission (in exactly one counter) before the task becomes visible,
+  // so quiescent() can never see it finished but not submitted; a refusal undoes the count.
   worker* w = current_worker();
-  if (w != nullptr && &w->owner != this) w = nullptr;  // another pool's worker is an outsider here
-  // Counted before the task becomes visible, so quiescent() can never see it finished but not
-  // submitted. Undone if the submission is refused.
-  tally(w, &counters::submitted, 1);
-
-  if (w != nullptr) {
+  if (w != nullptr && &w->owner == this) {
+    tally(w, &counters::submitted, 1);
     // From inside the pool: the worker's own deque, never bounded, never blocking. Accepted
     // while draining (it is part of finishing queued work); refused while discarding.
     if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
@@ -78,6 +80,10 @@ std::error_code core::submit(task* t) noexcept {
     return {};
   }
 
+  // From outside the pool (another pool's worker is an outsider here too).
+  if (producer_slot* slot = slots_.mine()) return submit_to_slot(*slot, t);
+
+  tally(nullptr, &counters::submitted, 1);
   auto [err, evicted] = injector_.push(t);
   if (!err) {
     accepted_outside_.fetch_add(1, std::memory_order_relaxed);
@@ -95,6 +101,45 @@ std::error_code core::submit(task* t) noexcept {
     return {};
   }
   return refuse(nullptr, t, err);
+}
+
+std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
+  auto add = [](std::atomic<std::uint64_t>& c, std::uint64_t delta) {
+    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+  };
+  // Counted, then the closed check, with a full barrier between: close() sets the flag and
+  // then reads these counts (wait_quiescent), so either we see the flag and back out, or the
+  // shutdown sees our count and waits for the task, which the workers will find in the slot.
+  add(slot.entered, 1);
+  std::error_code why;
+  if (closed_after_barrier()) {
+    why = errc::shut_down;
+  } else {
+    try {
+      slot.deque.push(t);
+    } catch (...) {
+      why = errc::no_memory;
+    }
+  }
+  if (why) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    t->destroy();
+    add(slot.entered, ~std::uint64_t{0});  // minus one
+    notify_idle_waiters();
+    return why;
+  }
+  add(slot.accepted, 1);
+  parker_.notify_one();
+  return {};
+}
+
+bool core::closed_after_barrier() noexcept {
+#ifdef SPOOL_TSAN
+  return closed_.fetch_add(0, std::memory_order_seq_cst) != 0;
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return closed_.load(std::memory_order_seq_cst) != 0;
+#endif
 }
 
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
@@ -130,6 +175,9 @@ bool core::quiescent() const noexcept {
   for (const auto& w : workers_) finished += finished_in(w->stats);
   std::uint64_t submitted = outside_.submitted.load(std::memory_order_acquire);
   for (const auto& w : workers_) submitted += w->stats.submitted.load(std::memory_order_acquire);
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    submitted += slots_[i].entered.load(std::memory_order_acquire);
+  }
   return finished == submitted;
 }
 
@@ -164,14 +212,19 @@ std::error_code core::wait_idle() noexcept {
   return {};
 }
 
-void core::close() noexcept { injector_.close(); }
+void core::close() noexcept {
+  // A read-modify-write, so that under ThreadSanitizer (no fences) it still synchronises with
+  // submit_to_slot's read of the flag.
+  closed_.exchange(1, std::memory_order_seq_cst);
+  injector_.close();
+}
 
 std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcept {
   if (is_own_worker()) return errc::would_deadlock;
   std::lock_guard lock(shutdown_mu_);
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
   if (!joined_) {
-    injector_.close();
+    close();
     if (mode == shutdown_mode::discard) {
       discarding_.store(true, std::memory_order_seq_cst);
       drop_queued();
@@ -191,16 +244,18 @@ void core::drop_queued() noexcept {
   // queues. A running task may still push after it (it read discarding_ just before it was
   // set); execute() cancels such a task when a worker takes it.
   while (task* t = injector_.pop()) drop(nullptr, t);
-  for (auto& w : workers_) {
+  auto sweep = [this](ws_deque& d) {
     for (;;) {
-      auto [t, retry] = w->deque.steal();
+      auto [t, retry] = d.steal();
       if (t != nullptr) {
         drop(nullptr, t);
       } else if (!retry) {
-        break;
+        return;
       }
     }
-  }
+  };
+  for (auto& w : workers_) sweep(w->deque);
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) sweep(slots_[i].deque);
 }
 
 void core::drop(worker* w, task* t) noexcept {
@@ -229,6 +284,10 @@ stats core::snapshot() const noexcept {
   // outside_.submitted also counts submissions still waiting for room; report accepted ones.
   s.submitted = accepted_outside_.load(std::memory_order_relaxed);
   for (const auto& w : workers_) s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    s.submitted += slots_[i].accepted.load(std::memory_order_relaxed);
+    s.queued += slots_[i].deque.size();
+  }
   s.completed = sum(workers_, outside_, &counters::completed);
   s.failed = sum(workers_, outside_, &counters::failed);
   s.cancelled = sum(workers_, outside_, &counters::cancelled);

@@ -16,6 +16,7 @@
 
 #include "injector.hpp"
 #include "parker.hpp"
+#include "producer_slots.hpp"
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/spool.hpp"
@@ -87,6 +88,10 @@ class core {
   void drop_queued() noexcept;
   // Cancels t and counts it as dropped (w: the counting worker, or null for any other thread).
   void drop(worker* w, task* t) noexcept;
+  // Submission from outside the pool into the calling thread's own slot.
+  std::error_code submit_to_slot(producer_slot& slot, task* t) noexcept;
+  // Whether close() has been called; read after a full barrier (see submit_to_slot).
+  bool closed_after_barrier() noexcept;
   // Undoes a submission's count, frees the task and reports why.
   std::error_code refuse(worker* w, task* t, std::error_code why) noexcept;
   // Adds delta to a counter: w's own (plain store, w's thread only) or the outsiders' (null).
@@ -100,6 +105,7 @@ class core {
 
   const config cfg_;
   injector injector_;
+  producer_slots slots_;  // unbounded pools only (see producer_slots.hpp)
   parker parker_;
   std::vector<std::unique_ptr<worker>> workers_;
 
@@ -109,6 +115,7 @@ class core {
   std::condition_variable idle_cv_;
 
   std::atomic<std::uint32_t> live_{0};   // worker threads started and not yet exited
+  std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
   std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
   std::atomic<bool> terminate_{false};   // no task is left anywhere: workers exit
   std::atomic<std::uint64_t> dropped_{0};

@@ -79,23 +79,32 @@ task* core::find_task(worker& w) noexcept {
 }
 
 task* core::steal(worker& w) noexcept {
+  // Victims: the other workers' deques, then the outside threads' slots.
   const std::size_t n = workers_.size();
-  if (n < 2) return nullptr;
   for (;;) {
-    // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
-    w.rng ^= w.rng << 13;
-    w.rng ^= w.rng >> 7;
-    w.rng ^= w.rng << 17;
-    const std::size_t start = static_cast<std::size_t>(w.rng % n);
+    const std::size_t slots = slots_.in_use();
+    if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
-    for (std::size_t k = 0; k < n; ++k) {
-      worker& victim = *workers_[(start + k) % n];
-      if (&victim == &w) continue;
-      auto [t, retry] = victim.deque.steal();
-      if (t != nullptr) {
-        tally(&w, &counters::stolen, 1);
-        return t;
+    if (n >= 2) {
+      // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
+      w.rng ^= w.rng << 13;
+      w.rng ^= w.rng >> 7;
+      w.rng ^= w.rng << 17;
+      const std::size_t start = static_cast<std::size_t>(w.rng % n);
+      for (std::size_t k = 0; k < n; ++k) {
+        worker& victim = *workers_[(start + k) % n];
+        if (&victim == &w) continue;
+        auto [t, retry] = victim.deque.steal();
+        if (t != nullptr) {
+          tally(&w, &counters::stolen, 1);
+          return t;
+        }
+        contended |= retry;
       }
+    }
+    for (std::size_t i = 0; i < slots; ++i) {
+      auto [t, retry] = slots_[i].deque.steal();
+      if (t != nullptr) return t;
       contended |= retry;
     }
     // A lost race means that deque was not empty; giving up now could leave its tasks to an
@@ -106,8 +115,13 @@ task* core::steal(worker& w) noexcept {
 
 bool core::has_work() const noexcept {
   if (!injector_.empty()) return true;
-  return std::any_of(workers_.begin(), workers_.end(),
-                     [](const auto& w) { return !w->deque.empty(); });
+  for (const auto& w : workers_) {
+    if (!w->deque.empty()) return true;
+  }
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    if (!slots_[i].deque.empty()) return true;
+  }
+  return false;
 }
 
 template <class Done>
