@@ -1,0 +1,24 @@
+// experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them.
+#pragma once
+
+#include <vector>
+
+#include "harness.hpp"
+
+namespace bench {
+
+const experiment& empty_experiment();
+const experiment& quicksort_experiment();
+const experiment& fib_experiment();
+const experiment& latency_experiment();
+const experiment& unbalanced_experiment();
+const experiment& pc_experiment();
+const experiment& idle_experiment();
+
+inline std::vector<const experiment*> all_experiments() {
+  return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
+          &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
+          &idle_experiment()};
+}
+
+}  // namespace bench

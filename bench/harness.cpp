@@ -1,0 +1,298 @@
+#include "harness.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "peers/peer_names.hpp"
+
+namespace bench {
+
+namespace {
+
+const steady::time_point program_start = steady::now();
+
+[[noreturn]] void usage_error(const options& o, const std::string& what) {
+  std::fprintf(stderr, "spool-bench %s: %s (see spool-bench %s --help)\n", o.subcommand.c_str(),
+               what.c_str(), o.subcommand.c_str());
+  std::exit(2);
+}
+
+double parse_number(const options& o, std::string_view flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+    usage_error(o, std::string(flag) + " wants a non-negative number, not '" + text + "'");
+  return v;
+}
+
+std::uint64_t parse_count(const options& o, std::string_view flag, const std::string& text) {
+  const double v = parse_number(o, flag, text);  // accepts 1e8 as well as 100000000
+  if (v != std::floor(v) || v > 1e18)
+    usage_error(o, std::string(flag) + " wants a whole number, not '" + text + "'");
+  return static_cast<std::uint64_t>(v);
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+std::string quoted(const char* arg) {
+  std::string s = arg;
+  if (!s.empty() && s.find_first_of(" \t\"'$\\") == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void apply_param(options& o, std::string_view flag, const std::string& value) {
+  if (flag == "--n") {
+    for (const std::string& part : split(value)) o.n.push_back(parse_count(o, flag, part));
+  } else if (flag == "--cutoff") {
+    o.cutoff = parse_count(o, flag, value);
+  } else if (flag == "--tasks") {
+    o.tasks = parse_count(o, flag, value);
+  } else if (flag == "--rate") {
+    o.rate = parse_number(o, flag, value);
+  } else if (flag == "--recv-rate") {
+    o.recv_rate = parse_number(o, flag, value);
+  } else if (flag == "--duration") {
+    o.duration_s = parse_number(o, flag, value);
+  } else if (flag == "--probe") {
+    o.probe_s = parse_number(o, flag, value);
+  } else if (flag == "--long-ms") {
+    o.long_ms = parse_number(o, flag, value);
+  } else if (flag == "--short-ms") {
+    o.short_ms = parse_number(o, flag, value);
+  } else if (flag == "--ticks") {
+    for (const std::string& part : split(value)) o.ticks_ms.push_back(parse_number(o, flag, part));
+  }
+}
+
+void print_experiment_help(const experiment& e) {
+  std::printf("usage: spool-bench %.*s [options]\n\n%.*s\n\n%.*s\n",
+              static_cast<int>(e.name.size()), e.name.data(), static_cast<int>(e.summary.size()),
+              e.summary.data(), static_cast<int>(e.help.size()), e.help.data());
+  print_common_help(stdout);
+}
+
+}  // namespace
+
+bool options::wants_peer(std::string_view name) const {
+  return peers.empty() || std::find(peers.begin(), peers.end(), name) != peers.end();
+}
+
+unsigned options::max_threads() const { return *std::max_element(threads.begin(), threads.end()); }
+
+int options::repeat_time_bound() const {
+  return size == size_mode::quick && !repeat_given ? std::min(repeat, 3) : repeat;
+}
+
+void print_common_help(std::FILE* out) {
+  std::fprintf(
+      out,
+      "\ncommon options:\n"
+      "  --repeat N       runs per point, interleaved across peers (default 5; under --quick\n"
+      "                   pc and idle run 3 times unless --repeat is given)\n"
+      "  --threads LIST   pool sizes to measure, e.g. 2,4,8,16 (default 2)\n"
+      "  --peers LIST     subset of %s (default all)\n"
+      "  --quick          smaller sizes: `spool-bench all --quick` takes under 5 minutes on 2 "
+      "cores\n"
+      "  --tiny           minimal sizes, for the smoke test (figures are meaningless)\n"
+      "  --out FILE       also write the results to FILE, as CSV or JSON by its extension\n"
+      "  --plot FILE.png  bar chart of the medians through gnuplot; for `all`, a directory\n"
+      "                   (ending in /) or a prefix, one PNG per experiment\n"
+      "  --help           this text\n",
+      peer_list().c_str());
+}
+
+options parse_options(int argc, char** argv, const experiment* exp) {
+  options o;
+  o.subcommand = argc > 1 ? argv[1] : "";
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + quoted(argv[i]);
+
+  for (int i = 2; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    bool has_inline_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      has_inline_value = true;
+    }
+    auto take_value = [&]() -> std::string {
+      if (has_inline_value) return value;
+      if (i + 1 >= argc) usage_error(o, flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      if (exp) {
+        print_experiment_help(*exp);
+      } else {
+        std::printf("usage: spool-bench all [options]: every experiment in turn\n");
+        print_common_help(stdout);
+      }
+      std::exit(0);
+    } else if (flag == "--quick" || flag == "--tiny") {
+      const size_mode mode = flag == "--quick" ? size_mode::quick : size_mode::tiny;
+      if (o.size != size_mode::full && o.size != mode)
+        usage_error(o, "--quick and --tiny exclude each other");
+      o.size = mode;
+    } else if (flag == "--repeat") {
+      const std::uint64_t r = parse_count(o, flag, take_value());
+      if (r < 1 || r > 1000) usage_error(o, "--repeat wants 1..1000");
+      o.repeat = static_cast<int>(r);
+      o.repeat_given = true;
+    } else if (flag == "--threads") {
+      o.threads.clear();
+      for (const std::string& part : split(take_value())) {
+        const std::uint64_t t = parse_count(o, flag, part);
+        if (t < 1 || t > 1024) usage_error(o, "--threads wants counts in 1..1024");
+        o.threads.push_back(static_cast<unsigned>(t));
+      }
+    } else if (flag == "--peers") {
+      o.peers = split(take_value());
+      for (const std::string& p : o.peers)
+        if (!is_peer_name(p)) usage_error(o, "unknown peer '" + p + "'; peers: " + peer_list());
+    } else if (flag == "--out") {
+      o.out_file = take_value();
+      const auto ends_with = [&](std::string_view tail) {
+        return o.out_file.size() >= tail.size() &&
+               o.out_file.compare(o.out_file.size() - tail.size(), tail.size(), tail) == 0;
+      };
+      if (!ends_with(".csv") && !ends_with(".json"))
+        usage_error(o, "--out wants a .csv or .json file");
+    } else if (flag == "--plot") {
+      o.plot_target = take_value();
+    } else if (flag == "--find-max" && exp &&
+               std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
+      o.find_max = true;
+    } else if (exp &&
+               std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
+      apply_param(o, flag, take_value());
+    } else if (!exp && flag.rfind("--", 0) == 0 && flag.size() > 2) {
+      usage_error(o, "`all` takes only the common options (" + flag +
+                         " belongs to one experiment: run that experiment alone)");
+    } else {
+      usage_error(o, "unknown option '" + flag + "'");
+    }
+  }
+  return o;
+}
+
+namespace {
+
+// Ends the program with a message if one measurement runs far longer than any should: a lost
+// wake-up or a deadlock in a pool would otherwise hang the run (and the smoke test) silently.
+// It never wakes periodically at a short interval (the idle experiment counts wake-ups): it
+// sleeps until the armed deadline, or for a whole limit when nothing is armed, since anything
+// armed meanwhile is due no sooner than that.
+class watchdog {
+ public:
+  explicit watchdog(std::chrono::seconds limit) : limit_(limit) {
+    std::thread([this] { watch(); }).detach();  // lives as long as the process
+  }
+  void arm(std::string what) {
+    std::lock_guard lock(mutex_);
+    what_ = std::move(what);
+    deadline_ = steady::now() + limit_;
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    deadline_ = steady::time_point::max();
+  }
+
+ private:
+  void watch() {
+    for (;;) {
+      steady::time_point wake;
+      {
+        std::lock_guard lock(mutex_);
+        if (deadline_ != steady::time_point::max() && steady::now() >= deadline_) {
+          std::fprintf(
+              stderr,
+              "spool-bench: %s has not finished after %lld s: stuck (deadlock or lost wake-up?)\n",
+              what_.c_str(), static_cast<long long>(limit_.count()));
+          std::_Exit(4);
+        }
+        wake = deadline_ == steady::time_point::max() ? steady::now() + limit_ : deadline_;
+      }
+      std::this_thread::sleep_until(wake);
+    }
+  }
+
+  const std::chrono::seconds limit_;
+  std::mutex mutex_;
+  std::string what_;
+  steady::time_point deadline_ = steady::time_point::max();
+};
+
+watchdog* the_watchdog = nullptr;  // set once by start_watchdog(); never destroyed
+
+}  // namespace
+
+void start_watchdog(std::chrono::seconds limit) {
+  if (the_watchdog == nullptr) the_watchdog = new watchdog(limit);
+}
+
+contender not_available(std::string variant, std::string_view peer, std::string_view why) {
+  return contender{std::move(variant), std::string(peer), std::string(why), {}};
+}
+
+std::vector<row> measure_point(std::string_view experiment, std::string_view label,
+                               unsigned threads, const metric& m, std::vector<contender> contenders,
+                               int repeat) {
+  std::vector<row> rows;
+  for (const contender& c : contenders)
+    rows.push_back(
+        row{std::string(experiment), c.variant, c.peer, threads, m, c.not_available, {}, {}});
+  for (int rep = 1; rep <= repeat; ++rep) {
+    progress("%.*s %.*s threads=%u: repeat %d/%d", static_cast<int>(experiment.size()),
+             experiment.data(), static_cast<int>(label.size()), label.data(), threads, rep, repeat);
+    for (std::size_t i = 0; i < contenders.size(); ++i) {
+      if (!contenders[i].not_available.empty()) continue;
+      if (the_watchdog)
+        the_watchdog->arm(std::string(experiment) + " '" + contenders[i].variant + "' on " +
+                          contenders[i].peer + " with " + std::to_string(threads) + " threads");
+      rows[i].samples.push_back(contenders[i].run());
+      if (the_watchdog) the_watchdog->disarm();
+    }
+  }
+  return rows;
+}
+
+void progress(const char* format, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  std::fprintf(stderr, "[%7.1fs] %s\n", seconds_since(program_start), text);
+}
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  std::fprintf(stderr, "spool-bench: result check failed: %s\n", what.c_str());
+  std::fflush(stdout);
+  std::_Exit(3);  // may be on a pool's thread: no static destructors under running pools
+}
+
+void settle(std::chrono::milliseconds quiet) { std::this_thread::sleep_for(quiet); }
+
+std::string count_label(std::uint64_t n) {
+  if (n >= 1'000'000 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
+  if (n >= 1'000 && n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
+  return std::to_string(n);
+}
+
+}  // namespace bench

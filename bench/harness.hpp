@@ -1,0 +1,100 @@
+// harness.hpp: what every experiment shares: the options, the interleaved repeat loop, progress
+// lines, result checks and clocks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "results.hpp"
+
+namespace bench {
+
+enum class size_mode { full, quick, tiny };
+
+struct options {
+  std::string command_line;
+  std::string subcommand;
+  size_mode size = size_mode::full;
+  int repeat = 5;
+  bool repeat_given = false;
+  std::vector<unsigned> threads{2};
+  std::vector<std::string> peers;  // empty: every peer
+  std::string out_file;
+  std::string plot_target;
+
+  // Experiment parameters; unset means the experiment's default for the size mode.
+  std::vector<std::uint64_t> n;
+  std::optional<std::uint64_t> cutoff, tasks;
+  std::optional<double> rate, recv_rate, duration_s, probe_s, long_ms, short_ms;
+  std::vector<double> ticks_ms;
+  bool find_max = false;
+
+  template <class T>
+  T by_size(T full, T quick, T tiny) const {
+    return size == size_mode::tiny ? tiny : size == size_mode::quick ? quick : full;
+  }
+  bool wants_peer(std::string_view name) const;
+  unsigned max_threads() const;
+  // pc and idle measure over seconds per run; under --quick they repeat 3 times unless
+  // --repeat is given, so that `all --quick` stays within 5 minutes on 2 cores.
+  int repeat_time_bound() const;
+};
+
+// One subcommand.
+struct experiment {
+  std::string_view name;
+  std::string_view summary;              // one line, for the list
+  std::string_view help;                 // its parameters, defaults and metric
+  std::vector<std::string_view> params;  // the experiment-specific flags it accepts
+  void (*run)(const options&, results&);
+};
+
+// Parses argv[2..] for `exp` (nullptr: `all`, which takes no experiment-specific flags).
+// Exits with a message on a bad option.
+options parse_options(int argc, char** argv, const experiment* exp);
+void print_common_help(std::FILE* out);
+
+// Something measured at a point: a peer, or a single-threaded baseline.
+struct contender {
+  std::string variant;
+  std::string peer;
+  std::string not_available;    // non-empty: not run, shown as n/a with this reason
+  std::function<sample()> run;  // one measurement
+};
+contender not_available(std::string variant, std::string_view peer, std::string_view why);
+
+// Runs every contender `repeat` times, interleaved (each repeat runs all of them in turn), so
+// that drift in a shared machine's load hits all alike. `label` names the point in progress lines.
+std::vector<row> measure_point(std::string_view experiment, std::string_view label,
+                               unsigned threads, const metric& m, std::vector<contender> contenders,
+                               int repeat);
+
+// From then on, a single measurement that runs longer than `limit` ends the program with a
+// message naming it, instead of hanging (a deadlock or lost wake-up in a pool).
+void start_watchdog(std::chrono::seconds limit);
+
+// A line on stderr, prefixed with the time since the program started.
+void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// A result that is wrong (unsorted array, lost tasks) makes every figure meaningless: stop.
+void check(bool ok, const std::string& what);
+
+using steady = std::chrono::steady_clock;
+inline double seconds_since(steady::time_point t0) {
+  return std::chrono::duration<double>(steady::now() - t0).count();
+}
+
+// Lets threads left spinning by the previous run (TBB's and OpenMP's idle workers spin before
+// they sleep) go quiet before the next measurement starts.
+void settle(std::chrono::milliseconds quiet = std::chrono::milliseconds(10));
+
+// "200k", "10M": for variant labels.
+std::string count_label(std::uint64_t n);
+
+}  // namespace bench

@@ -1,0 +1,57 @@
+// spool_peer.hpp: spool::pool, the library under test.
+#pragma once
+
+#include <spool/spool.hpp>
+
+#include <string_view>
+#include <utility>
+
+namespace bench {
+
+// N workers; the calling thread is not one of them: it submits, then blocks in wait_idle() or
+// future::get(). A task that waits on a future runs other tasks meanwhile (help-while-wait).
+class spool_peer {
+ public:
+  static constexpr std::string_view name = "spool";
+  static constexpr std::string_view no_future{};
+  static constexpr std::string_view no_fork_join{};
+  static constexpr std::string_view no_round_trip{};
+  static constexpr std::string_view no_outside_producer{};
+
+  explicit spool_peer(unsigned threads) : pool_(make_config(threads)) {}
+
+  template <class F>
+  void post(F&& f) {
+    pool_.post(std::forward<F>(f));
+  }
+  template <class F>
+  void run_and_wait(F&& f) {
+    f();
+    pool_.wait_idle();
+  }
+  template <class F>
+  auto submit(F&& f) {
+    return pool_.submit(std::forward<F>(f));
+  }
+  template <class F>
+  void round_trip(F&& f) {
+    pool_.submit(std::forward<F>(f)).get();
+  }
+  template <class Child, class Here>
+  void fork_join(Child&& child, Here&& here) {
+    auto joined = pool_.submit([&child] { child(); });  // onto this worker's own deque
+    here();
+    joined.get();  // runs other tasks until the child is done
+  }
+
+ private:
+  static spool::config make_config(unsigned threads) {
+    spool::config cfg;
+    cfg.threads = threads;
+    cfg.name = "bench";
+    return cfg;
+  }
+  spool::pool pool_;
+};
+
+}  // namespace bench

@@ -1,0 +1,32 @@
+// task_tally.hpp: counts how many tasks ran, for the result checks, without a shared counter.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace bench {
+
+// Each thread bumps its own cache line; total() adds them up. One shared atomic would make the
+// `empty` experiment measure contention on that counter instead of the pool.
+class task_tally {
+ public:
+  struct alignas(64) slot {
+    std::atomic<std::uint64_t> count{0};
+  };
+
+  static void hit() noexcept {
+    slot* s = mine_;
+    if (s == nullptr) s = mine_ = enroll();
+    // Only this thread writes its slot: a load and a store, no read-modify-write.
+    s->count.store(s->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // Both only while no task runs; the pool's wait orders them after the tasks' hits.
+  static void reset();
+  static std::uint64_t total();
+
+ private:
+  static slot* enroll();  // a slot for this thread, kept for the life of the process
+  static inline thread_local slot* mine_ = nullptr;
+};
+
+}  // namespace bench
