@@ -9,19 +9,12 @@
 #include <thread>
 
 #include "core.hpp"
+#include "cpu_relax.hpp"
 
 namespace spool::detail {
 namespace {
 
 thread_local worker* tls_worker = nullptr;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 inline void bump32(std::atomic<std::uint32_t>& c, int by) noexcept {
   c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by), std::memory_order_relaxed);

@@ -11,14 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
 
-spool::config pool_config(unsigned threads, std::size_t capacity = 0) {
-  spool::config cfg;
-  cfg.threads = threads;
-  cfg.queue_capacity = capacity;
-  return cfg;
-}
+using namespace spool_test;
 
 // fib(n) submits fib(n-1), computes fib(n-2) itself, and waits for the submitted half with get().
 int fib(spool::pool& p, int n) {

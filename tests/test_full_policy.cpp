@@ -18,40 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "support.hpp"
+
 using namespace std::chrono_literals;
 
 namespace {
 
-spool::config pool_config(unsigned threads, std::size_t capacity, spool::full_policy on_full) {
-  spool::config cfg;
-  cfg.threads = threads;
-  cfg.queue_capacity = capacity;
-  cfg.on_full = on_full;
-  return cfg;
-}
-
-// The error code a call throws as spool::error, or an empty code if it does not throw.
-template <class F>
-std::error_code error_code_of(F&& f) {
-  try {
-    f();
-  } catch (const spool::error& e) {
-    return e.code();
-  }
-  return {};
-}
-
-// Occupies every worker of `p` with a task that waits at `release`; returns once all of them
-// are running, so the queue is empty. `started` must count p.thread_count().
-void hold_workers(spool::pool& p, std::latch& started, std::latch& release) {
-  for (std::size_t i = 0; i < p.thread_count(); ++i) {
-    p.post([&] {
-      started.count_down();
-      release.wait();
-    });
-  }
-  started.wait();
-}
+using namespace spool_test;
 
 // A flag another thread sets once, which this one can wait for (or check it stays unset).
 class flag {

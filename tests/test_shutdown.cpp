@@ -13,38 +13,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "support.hpp"
 
-spool::config pool_config(unsigned threads) {
-  spool::config cfg;
-  cfg.threads = threads;
-  return cfg;
-}
-
-// The error code a call throws as spool::error, or an empty code if it does not throw.
-template <class F>
-std::error_code error_code_of(F&& f) {
-  try {
-    f();
-  } catch (const spool::error& e) {
-    return e.code();
-  }
-  return {};
-}
-
-// Occupies every worker of `p` with a task that waits at `release`; returns once all of them
-// are running. `started` must count p.thread_count().
-void hold_workers(spool::pool& p, std::latch& started, std::latch& release) {
-  for (std::size_t i = 0; i < p.thread_count(); ++i) {
-    p.post([&] {
-      started.count_down();
-      release.wait();
-    });
-  }
-  started.wait();
-}
-
-}  // namespace
+using namespace spool_test;
 
 TEST(WaitIdle, ReturnsAtOnceOnAnIdlePool) {
   spool::pool p{pool_config(2)};

@@ -17,28 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "support.hpp"
+
 using namespace std::chrono_literals;
 
 namespace {
 
-// The error code a call throws as spool::error, or an empty code if it does not throw.
-template <class F>
-std::error_code error_code_of(F&& f) {
-  try {
-    f();
-  } catch (const spool::error& e) {
-    return e.code();
-  }
-  return {};
-}
-
-// A config with `threads` workers and every other field at its default. (Designated initializers
-// that leave fields out trip g++ 12's -Wmissing-field-initializers.)
-spool::config pool_config(unsigned threads) {
-  spool::config cfg;
-  cfg.threads = threads;
-  return cfg;
-}
+using namespace spool_test;
 
 struct custom_failure {
   int detail;

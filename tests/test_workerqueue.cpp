@@ -11,13 +11,11 @@
 #include <mutex>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
 
-spool::config pool_config(unsigned threads) {
-  spool::config cfg;
-  cfg.threads = threads;
-  return cfg;
-}
+using namespace spool_test;
 
 // Posts 1..1000 to a pool of `threads` workers that add them up; the sum is 500500.
 int sum_through(unsigned threads) {

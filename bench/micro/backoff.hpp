@@ -5,16 +5,12 @@
 
 #include <thread>
 
+#include "cpu_relax.hpp"
+
 namespace spool_micro {
 
-// The same hint as the worker loop's (src/worker.cpp), which keeps its copy file-local.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+// The same hint as the worker loop's.
+using spool::detail::cpu_relax;
 
 class backoff {
  public:

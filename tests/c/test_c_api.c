@@ -13,34 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-      ++failures;                                                                \
-    }                                                                            \
-  } while (0)
-
-#define CHECK_EQ(actual, expected)                                                        \
-  do {                                                                                    \
-    long long a_ = (long long)(actual), e_ = (long long)(expected);                       \
-    if (a_ != e_) {                                                                       \
-      fprintf(stderr, "%s:%d: check failed: %s == %s (got %lld, expected %lld)\n",        \
-              __FILE__, __LINE__, #actual, #expected, a_, e_);                            \
-      ++failures;                                                                         \
-    }                                                                                     \
-  } while (0)
-
-/* A hang (a lost wake-up, a deadlock) fails the program instead of stalling the run. */
-static void on_alarm(int sig) {
-  (void)sig;
-  static const char msg[] = "test_c_api: timed out; assuming a hang\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
-  _exit(2);
-}
+#include "check.h"
 
 /* ---- helpers: holding workers, counting runs and cancellations (mutex + condvar) ---- */
 
@@ -594,8 +567,7 @@ static void test_bad_policy_value(void) {
 }
 
 int main(void) {
-  signal(SIGALRM, on_alarm);
-  alarm(120);
+  check_watchdog(120);
   test_config_defaults();
   test_error_codes_and_strings();
   test_create_default_and_sum();
@@ -607,10 +579,7 @@ int main(void) {
   test_blocking_calls_from_a_task();
   test_worker_submissions_ignore_the_bound();
   test_bad_policy_value();
-  if (failures != 0) {
-    fprintf(stderr, "test_c_api: %d check(s) failed\n", failures);
-    return 1;
-  }
+  if (check_report("test_c_api") != 0) return 1;
   printf("test_c_api: all checks passed\n");
   return 0;
 }

@@ -12,34 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-#define CHECK_EQ(actual, expected)                                                 \
-  do {                                                                             \
-    long long a_ = (long long)(actual), e_ = (long long)(expected);                \
-    if (a_ != e_) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s == %s (got %lld, expected %lld)\n", \
-              __FILE__, __LINE__, #actual, #expected, a_, e_);                     \
-      ++failures;                                                                  \
-    }                                                                              \
-  } while (0)
-
-/* A hang (a lost wake-up, a deadlock) fails the program instead of stalling the run. */
-static void on_alarm(int sig) {
-  (void)sig;
-  static const char msg[] = "test_tpool: timed out; assuming a hang\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
-  _exit(2);
-}
+#include "check.h"
 
 /* A counter guarded by a mutex, as tpool's examples keep one. */
 typedef struct {
@@ -297,8 +270,7 @@ static void test_calls_from_inside_a_job(void) {
 }
 
 int main(void) {
-  signal(SIGALRM, on_alarm);
-  alarm(120);
+  check_watchdog(120);
   test_thousand_increments();
   test_graceful_shutdown_after_500();
   test_count_working_threads();
@@ -306,10 +278,7 @@ int main(void) {
   test_recursive_quicksort(4, 2);
   test_argument_checks();
   test_calls_from_inside_a_job();
-  if (failures != 0) {
-    fprintf(stderr, "test_tpool: %d check(s) failed\n", failures);
-    return 1;
-  }
+  if (check_report("test_tpool") != 0) return 1;
   printf("test_tpool: all checks passed\n");
   return 0;
 }

@@ -1,0 +1,47 @@
+// Helpers the behaviour tests share.
+#pragma once
+
+#include <spool/spool.hpp>
+
+#include <cstddef>
+#include <latch>
+#include <system_error>
+
+namespace spool_test {
+
+// A config with `threads` workers, the given bound and policy, and every other field at its
+// default. (Designated initializers that leave fields out trip g++ 12's
+// -Wmissing-field-initializers in the tests' -Werror build.)
+inline spool::config pool_config(unsigned threads, std::size_t capacity = 0,
+                                 spool::full_policy on_full = spool::full_policy::block) {
+  spool::config cfg;
+  cfg.threads = threads;
+  cfg.queue_capacity = capacity;
+  cfg.on_full = on_full;
+  return cfg;
+}
+
+// The error code a call throws as spool::error, or an empty code if it does not throw.
+template <class F>
+std::error_code error_code_of(F&& f) {
+  try {
+    f();
+  } catch (const spool::error& e) {
+    return e.code();
+  }
+  return {};
+}
+
+// Occupies every worker of `p` with a task that waits at `release`; returns once all of them
+// are running, so nothing is queued. `started` must count p.thread_count().
+inline void hold_workers(spool::pool& p, std::latch& started, std::latch& release) {
+  for (std::size_t i = 0; i < p.thread_count(); ++i) {
+    p.post([&] {
+      started.count_down();
+      release.wait();
+    });
+  }
+  started.wait();
+}
+
+}  // namespace spool_test
