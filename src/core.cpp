@@ -224,11 +224,11 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
   std::lock_guard lock(shutdown_mu_);
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
   if (!joined_) {
+    // Discarding is decided before the close is announced: whoever learns that the pool is
+    // shut down (a producer woken with shut_down) can rely on queued tasks never running.
+    if (mode == shutdown_mode::discard) discarding_.store(true, std::memory_order_seq_cst);
     close();
-    if (mode == shutdown_mode::discard) {
-      discarding_.store(true, std::memory_order_seq_cst);
-      drop_queued();
-    }
+    if (mode == shutdown_mode::discard) drop_queued();
     // Draining or discarding, every accepted task leaves through execute() or drop(), which
     // count it finished; quiescent means nothing is queued or running, so nothing can be added.
     wait_quiescent();
