@@ -19,9 +19,7 @@ class asio_peer {
  public:
   static constexpr std::string_view name = "asio";
   static constexpr std::string_view no_future{};
-  static constexpr std::string_view no_fork_join =
-      "a task that waits for its child blocks its thread (no help-while-wait): deadlocks once "
-      "every thread waits";
+  static constexpr std::string_view no_fork_join = blocking_wait_deadlocks;
   static constexpr std::string_view no_round_trip{};
   static constexpr std::string_view no_outside_producer{};
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "peers/mutex_pool.hpp"
+#include "peers/peer.hpp"
 
 namespace bench {
 
@@ -17,9 +18,7 @@ class mutex_pool_peer {
  public:
   static constexpr std::string_view name = "mutex_pool";
   static constexpr std::string_view no_future{};
-  static constexpr std::string_view no_fork_join =
-      "a task that waits for its child blocks its thread (no help-while-wait): deadlocks once "
-      "every thread waits";
+  static constexpr std::string_view no_fork_join = blocking_wait_deadlocks;
   static constexpr std::string_view no_round_trip{};
   static constexpr std::string_view no_outside_producer{};
 

@@ -28,6 +28,11 @@
 
 namespace bench {
 
+// Why a pool without help-while-wait cannot run fork/join: the n/a reason its adapter gives.
+inline constexpr std::string_view blocking_wait_deadlocks =
+    "a task that waits for its child blocks its thread (no help-while-wait): deadlocks once "
+    "every thread waits";
+
 template <class P>
 concept peer_adapter = requires(P p) {
   { P::name } -> std::convertible_to<std::string_view>;
