@@ -3,47 +3,15 @@
 #include <cstring>
 #include <new>
 
+#include "c_task.hpp"
 #include "core.hpp"
 #include "spool/spool.h"
 
-struct spool_pool {
-  explicit spool_pool(const spool::config& cfg) : core(cfg) {}
-  spool::detail::core core;
-};
-
 namespace {
 
+using spool::detail::c_task;
 using spool::detail::core;
-using spool::detail::task;
-
-// A C function and its argument. on_cancel, if set, hands arg back when the task is dropped.
-class c_task final : public task {
- public:
-  c_task(void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
-      : fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
-
-  bool run(core&) noexcept override {
-    auto fn = fn_;
-    void* arg = arg_;
-    delete this;
-    fn(arg);
-    return true;
-  }
-  void cancel() noexcept override {
-    auto hook = on_cancel_;
-    void* arg = arg_;
-    delete this;
-    if (hook != nullptr) hook(arg);
-  }
-  void destroy() noexcept override { delete this; }
-
- private:
-  void (*fn_)(void*);
-  void* arg_;
-  void (*on_cancel_)(void*);
-};
-
-int to_c(std::error_code ec) noexcept { return ec ? ec.value() : SPOOL_OK; }
+using spool::detail::to_c;
 
 spool::config to_cpp(const spool_config& c) {
   spool::config cfg;
@@ -53,6 +21,22 @@ spool::config to_cpp(const spool_config& c) {
   cfg.block_timeout = std::chrono::milliseconds(c.block_timeout_ms);
   if (c.name != nullptr) cfg.name = c.name;
   cfg.spin_rounds = c.spin_rounds;
+  cfg.min_threads = c.min_threads;
+  cfg.max_threads = c.max_threads;
+  cfg.keep_alive = std::chrono::milliseconds(c.keep_alive_ms);
+  cfg.monitor_min_interval = std::chrono::microseconds(c.monitor_min_interval_us);
+  cfg.monitor_max_interval = std::chrono::microseconds(c.monitor_max_interval_us);
+  cfg.aging = std::chrono::milliseconds(c.aging_ms);
+  if (c.on_scale != nullptr) {
+    cfg.on_scale = [fn = c.on_scale, arg = c.on_scale_arg](const spool::scale_event& e) {
+      spool_scale_event ce;
+      ce.what = static_cast<spool_scale_kind>(e.what);
+      ce.why = static_cast<spool_scale_cause>(e.why);
+      ce.worker_index = e.worker_index;
+      ce.threads_live = e.threads_live;
+      fn(&ce, arg);
+    };
+  }
   return cfg;
 }
 
@@ -70,6 +54,19 @@ void spool_config_init(spool_config* cfg) {
       std::chrono::duration_cast<std::chrono::milliseconds>(defaults.block_timeout).count());
   cfg->name = nullptr;
   cfg->spin_rounds = defaults.spin_rounds;
+  using std::chrono::duration_cast;
+  using ms = std::chrono::milliseconds;
+  using us = std::chrono::microseconds;
+  cfg->min_threads = defaults.min_threads;
+  cfg->max_threads = defaults.max_threads;
+  cfg->keep_alive_ms = static_cast<unsigned>(duration_cast<ms>(defaults.keep_alive).count());
+  cfg->monitor_min_interval_us =
+      static_cast<unsigned>(duration_cast<us>(defaults.monitor_min_interval).count());
+  cfg->monitor_max_interval_us =
+      static_cast<unsigned>(duration_cast<us>(defaults.monitor_max_interval).count());
+  cfg->aging_ms = static_cast<unsigned>(duration_cast<ms>(defaults.aging).count());
+  cfg->on_scale = nullptr;
+  cfg->on_scale_arg = nullptr;
 }
 
 int spool_create(const spool_config* cfg, spool_pool** out) {
@@ -96,11 +93,17 @@ int spool_create(const spool_config* cfg, spool_pool** out) {
   return SPOOL_OK;
 }
 
-int spool_submit_ex(spool_pool* pool, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
+int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), void* arg,
+                          void (*on_cancel)(void*)) {
   if (pool == nullptr || fn == nullptr) return SPOOL_EINVAL;
+  if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
   auto* t = new (std::nothrow) c_task(fn, arg, on_cancel);
   if (t == nullptr) return SPOOL_ENOMEM;
-  return to_c(pool->core.submit(t));
+  return to_c(pool->core.submit(t, static_cast<spool::priority>(priority)));
+}
+
+int spool_submit_ex(spool_pool* pool, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
+  return spool_submit_priority(pool, SPOOL_PRIORITY_NORMAL, fn, arg, on_cancel);
 }
 
 int spool_submit(spool_pool* pool, void (*fn)(void*), void* arg) {
@@ -148,9 +151,18 @@ int spool_get_stats(const spool_pool* pool, spool_stats* out) {
   out->rejected = s.rejected;
   out->stolen = s.stolen;
   out->cancelled = s.cancelled;
+  out->threads_blocked = s.threads_blocked;
+  out->threads_started = s.threads_started;
+  out->threads_retired = s.threads_retired;
+  out->grown_for_load = s.grown_for_load;
+  out->grown_for_blocking = s.grown_for_blocking;
   return SPOOL_OK;
 }
 
 int spool_worker_index(void) { return spool::this_worker_index(); }
+
+void spool_blocking_begin(void) { spool::detail::blocking_begin(); }
+
+void spool_blocking_end(void) { spool::detail::blocking_end(); }
 
 }  // extern "C"

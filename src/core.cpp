@@ -62,7 +62,7 @@ bool core::is_own_worker() const noexcept {
   return w != nullptr && &w->owner == this;
 }
 
-std::error_code core::submit(task* t) noexcept {
+std::error_code core::submit(task* t, priority) noexcept {
   // Each path counts the submission (in exactly one counter) before the task becomes visible,
   // so quiescent() can never see it finished but not submitted; a refusal undoes the count.
   worker* w = current_worker();
@@ -293,7 +293,16 @@ stats core::snapshot() const noexcept {
   s.cancelled = sum(workers_, outside_, &counters::cancelled);
   s.stolen = sum(workers_, outside_, &counters::stolen);
   s.rejected = rejected_.load(std::memory_order_relaxed);
+  s.threads_blocked = blocked_.load(std::memory_order_relaxed);
   return s;
+}
+
+void core::enter_blocking(worker& w) noexcept {
+  if (w.blocking++ == 0) blocked_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void core::leave_blocking(worker& w) noexcept {
+  if (--w.blocking == 0) blocked_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void core::report_exception(std::exception_ptr e) noexcept {

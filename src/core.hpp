@@ -35,12 +35,30 @@ struct counters {
   std::atomic<std::uint64_t> stolen{0};
 };
 
+// Something a worker can wait on while it helps: a future's state, a task group. The waker
+// (whoever makes done() true) must call the pool's parker notify_all() if a worker is armed;
+// arm() and the waker's check pair like the parker (each side writes, then reads the other's
+// word, both seq_cst), so the waiter either sees done() or is woken.
+class wait_target {
+ public:
+  virtual bool done() const noexcept = 0;
+  // Announces that the calling worker may sleep in the parker until done(). Returns true,
+  // having announced nothing, if done() already holds.
+  virtual bool arm() noexcept = 0;
+  // Withdraws the announcement after the worker wakes (or decides not to sleep).
+  virtual void disarm() noexcept {}
+
+ protected:
+  ~wait_target() = default;
+};
+
 struct worker {
   worker(core& o, unsigned i) : owner(o), index(i), rng(0x9E3779B97F4A7C15ull * (i + 1)) {}
   core& owner;
   const unsigned index;
   ws_deque deque;
   std::atomic<std::uint32_t> depth{0};  // tasks this thread is running (nested when helping)
+  std::uint32_t blocking = 0;           // nested blocking_regions, owner only
   counters stats;
   std::uint64_t rng;  // victim selection, owner only
   std::thread thread;
@@ -54,7 +72,7 @@ class core {
   core& operator=(const core&) = delete;
 
   // Takes ownership of t: it is queued, run (caller_runs), or destroyed (refused).
-  std::error_code submit(task* t) noexcept;
+  std::error_code submit(task* t, priority p = priority::normal) noexcept;
 
   std::error_code wait_idle() noexcept;
   void close() noexcept;
@@ -65,9 +83,14 @@ class core {
   std::size_t thread_count() const noexcept { return workers_.size(); }
   bool is_own_worker() const noexcept;
 
-  // Help-while-waiting: runs tasks until s is ready or the deadline passes. Only for a worker
-  // of this pool. Returns s.ready().
-  bool help_until(state_base& s, const std::chrono::steady_clock::time_point* deadline) noexcept;
+  // Help-while-waiting: runs tasks until `until` is done or the deadline passes. Only for a
+  // worker of this pool. Returns until.done().
+  bool help_until(wait_target& until,
+                  const std::chrono::steady_clock::time_point* deadline) noexcept;
+
+  // A worker of this pool enters or leaves a blocking_region (see spool.hpp).
+  void enter_blocking(worker& w) noexcept;
+  void leave_blocking(worker& w) noexcept;
 
   void report_exception(std::exception_ptr e) noexcept;
   parker& sleepers() noexcept { return parker_; }
@@ -115,6 +138,7 @@ class core {
   std::condition_variable idle_cv_;
 
   std::atomic<std::uint32_t> live_{0};   // worker threads started and not yet exited
+  std::atomic<std::uint32_t> blocked_{0};  // workers inside a blocking_region
   std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
   std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
   std::atomic<bool> terminate_{false};   // no task is left anywhere: workers exit
@@ -129,5 +153,15 @@ class core {
 
 // The pool worker running on this thread, if any.
 worker* current_worker() noexcept;
+
+// spool_blocking_begin/end and spool::blocking_region: mark the calling worker (if any) as
+// blocked, and back. Returns the worker marked, or null off a pool worker.
+worker* blocking_begin() noexcept;
+void blocking_end() noexcept;
+
+// The core behind a spool::pool, for the library's own layers (task groups, algorithms).
+struct pool_access {
+  static core& of(pool& p) noexcept { return *p.core_; }
+};
 
 }  // namespace spool::detail

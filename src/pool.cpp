@@ -18,7 +18,7 @@ pool::~pool() {
   delete core_;
 }
 
-std::error_code pool::enqueue(detail::task* t) noexcept { return core_->submit(t); }
+std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
 
 void pool::wait_idle() { throw_if_error(core_->wait_idle()); }
 
@@ -39,6 +39,12 @@ bool pool::is_worker() const noexcept { return core_->is_own_worker(); }
 int this_worker_index() noexcept {
   detail::worker* w = detail::current_worker();
   return w != nullptr ? static_cast<int>(w->index) : -1;
+}
+
+blocking_region::blocking_region() noexcept : worker_(detail::blocking_begin()) {}
+
+blocking_region::~blocking_region() {
+  if (worker_ != nullptr) detail::blocking_end();
 }
 
 }  // namespace spool

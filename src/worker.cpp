@@ -30,6 +30,16 @@ void name_thread(const std::string& prefix, unsigned index) noexcept {
 
 worker* current_worker() noexcept { return tls_worker; }
 
+worker* blocking_begin() noexcept {
+  worker* w = tls_worker;
+  if (w != nullptr) w->owner.enter_blocking(*w);
+  return w;
+}
+
+void blocking_end() noexcept {
+  if (worker* w = tls_worker) w->owner.leave_blocking(*w);
+}
+
 void core::worker_main(worker& w) noexcept {
   tls_worker = &w;
   name_thread(cfg_.name, w.index);
@@ -147,37 +157,42 @@ void core::execute(worker* w, task* t) noexcept {
   tally(w, ok ? &counters::completed : &counters::failed, 1);
 }
 
-bool core::help_until(state_base& s, const std::chrono::steady_clock::time_point* deadline) noexcept {
+bool core::help_until(wait_target& until,
+                      const std::chrono::steady_clock::time_point* deadline) noexcept {
   worker& w = *tls_worker;
   for (;;) {
-    if (s.ready()) return true;
+    if (until.done()) return true;
     if (task* t = find_task(w)) {
       execute(&w, t);
       continue;
     }
     if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
-    if (spin(w, [&s] { return s.ready(); })) {
-      if (!s.ready()) wake_for_surplus();
+    if (spin(w, [&until] { return until.done(); })) {
+      if (!until.done()) wake_for_surplus();
       continue;
     }
     const std::uint32_t key = parker_.prepare();
-    // After prepare(): either the completer sees our flag and wakes the parker, or we see
-    // the state ready here (both are seq_cst read-modify-writes on the status word).
-    if (s.mark_waited_by_worker()) {
+    // After prepare(): either the waker sees our announcement and wakes the parker, or we see
+    // the target done here (arm() and the waker's check pair up; see wait_target).
+    if (until.arm()) {
       parker_.cancel();
       return true;
     }
     if (task* t = find_task(w)) {
       parker_.cancel();
+      until.disarm();
       wake_for_surplus();
       execute(&w, t);
       continue;
     }
+    bool in_time = true;
     if (deadline == nullptr) {
       parker_.park(key);
-    } else if (!parker_.park_until(key, *deadline)) {
-      return s.ready();
+    } else {
+      in_time = parker_.park_until(key, *deadline);
     }
+    until.disarm();
+    if (!in_time) return until.done();
   }
 }
 

@@ -50,13 +50,45 @@ typedef enum spool_shutdown_mode {
   SPOOL_SHUTDOWN_DISCARD     /* drop everything queued, then join */
 } spool_shutdown_mode;
 
+typedef enum spool_priority {
+  SPOOL_PRIORITY_LOW = 0,
+  SPOOL_PRIORITY_NORMAL = 1,  /* what spool_submit uses */
+  SPOOL_PRIORITY_HIGH = 2
+} spool_priority;
+
+typedef enum spool_scale_kind { SPOOL_SCALE_STARTED = 0, SPOOL_SCALE_RETIRED } spool_scale_kind;
+typedef enum spool_scale_cause {
+  SPOOL_SCALE_INITIAL = 0,  /* started with the pool */
+  SPOOL_SCALE_LOAD,         /* work waiting, no worker making progress */
+  SPOOL_SCALE_BLOCKING,     /* a worker entered a blocking region */
+  SPOOL_SCALE_IDLE,         /* idle for keep_alive above min_threads */
+  SPOOL_SCALE_SHUTDOWN      /* the pool shut down */
+} spool_scale_cause;
+
+typedef struct spool_scale_event {
+  spool_scale_kind what;
+  spool_scale_cause why;
+  unsigned worker_index;
+  unsigned threads_live; /* after the change */
+} spool_scale_event;
+
 typedef struct spool_config {
-  unsigned threads;          /* worker threads; 0 = number of CPUs */
+  unsigned threads;          /* worker threads of a fixed pool; 0 = number of CPUs */
   size_t queue_capacity;     /* bound on tasks queued from outside the pool; 0 = unbounded */
   spool_full_policy on_full;
   unsigned block_timeout_ms; /* for SPOOL_FULL_BLOCK_TIMEOUT */
   const char *name;          /* thread name prefix; NULL = "spool" */
   unsigned spin_rounds;      /* idle polling before sleeping */
+  /* Elastic sizing (see spool::config): 0 = threads. Requires 1 <= min <= max. */
+  unsigned min_threads;
+  unsigned max_threads;
+  unsigned keep_alive_ms;            /* idle time before a thread above min retires */
+  unsigned monitor_min_interval_us;  /* starvation checks while busy: from this... */
+  unsigned monitor_max_interval_us;  /* ...backing off to this */
+  unsigned aging_ms;                 /* priority aging; 0 = strict priorities */
+  /* Told of every thread start and retirement (may be NULL). */
+  void (*on_scale)(const spool_scale_event *event, void *arg);
+  void *on_scale_arg;
 } spool_config;
 
 typedef struct spool_stats {
@@ -69,6 +101,11 @@ typedef struct spool_stats {
   uint64_t rejected;
   uint64_t stolen;
   uint64_t cancelled;
+  uint64_t threads_blocked;
+  uint64_t threads_started;
+  uint64_t threads_retired;
+  uint64_t grown_for_load;
+  uint64_t grown_for_blocking;
 } spool_stats;
 
 typedef struct spool_pool spool_pool;
@@ -85,6 +122,16 @@ int spool_submit(spool_pool *pool, void (*fn)(void *), void *arg);
 /* As spool_submit; if the task is accepted but dropped without running, on_cancel(arg) is
  * called (from the thread that drops it) instead of fn. on_cancel may be NULL. */
 int spool_submit_ex(spool_pool *pool, void (*fn)(void *), void *arg, void (*on_cancel)(void *));
+
+/* As spool_submit_ex, at a priority (spool_priority). */
+int spool_submit_priority(spool_pool *pool, int priority, void (*fn)(void *), void *arg,
+                          void (*on_cancel)(void *));
+
+/* Bracket a stretch of the calling task that blocks (I/O, locks): an elastic pool starts a
+ * compensating thread at once (see spool::blocking_region). Do nothing off a pool worker.
+ * Calls nest; each begin needs its end on the same thread. */
+void spool_blocking_begin(void);
+void spool_blocking_end(void);
 
 /* Blocks until nothing is queued or running. SPOOL_EDEADLK from a worker of this pool. */
 int spool_wait_idle(spool_pool *pool);

@@ -35,6 +35,10 @@
 
 namespace spool {
 
+namespace detail {
+struct pool_access;  // library-internal access to a pool's core
+}
+
 // What a submission from outside the pool does when the bounded queue is full.
 enum class full_policy {
   block,           // wait for room (the paper's behaviour); errc::shut_down if the pool closes
@@ -49,9 +53,51 @@ enum class shutdown_mode {
   discard,  // refuse new work, drop everything queued (futures report cancellation), join
 };
 
+// Priority of a submission. Higher levels run first, FIFO within a level (see config::aging).
+// normal takes the fast paths (own deque, producer slot); low and high go through a shared
+// priority queue that every worker looks at, high before its own deque, low after all else.
+enum class priority : unsigned char { low = 0, normal = 1, high = 2 };
+
+// A change in the number of worker threads, as told to config::on_scale.
+struct scale_event {
+  enum class kind : unsigned char { started, retired };
+  enum class cause : unsigned char {
+    initial,   // started with the pool (min_threads of them)
+    load,      // the monitor saw work waiting and no worker making progress
+    blocking,  // a worker entered a blocking_region
+    idle,      // idle for keep_alive with more than min_threads live
+    shutdown,  // the pool shut down
+  };
+  kind what;
+  cause why;
+  unsigned worker_index;   // the thread's this_worker_index()
+  unsigned threads_live;   // live threads after the change
+};
+
 struct config {
-  // Worker threads; 0 means std::thread::hardware_concurrency().
+  // Worker threads of a fixed-size pool; 0 means std::thread::hardware_concurrency().
   unsigned threads = 0;
+  // Elastic sizing: the pool starts min_threads threads and grows up to max_threads. 0 means
+  // `threads` (resolved as above), so leaving both at 0 gives a fixed pool of `threads`.
+  // Requires 1 <= min_threads <= max_threads, else errc::invalid_argument.
+  unsigned min_threads = 0;
+  unsigned max_threads = 0;
+  // A thread above min_threads that has been idle this long retires (and is joined).
+  std::chrono::nanoseconds keep_alive = std::chrono::seconds(10);
+  // While any worker is busy, the monitor checks for starvation every monitor_min_interval,
+  // backing off (doubling) to monitor_max_interval while nothing needs doing. While the pool
+  // is idle the monitor sleeps without a timeout. Only elastic pools have a monitor.
+  std::chrono::nanoseconds monitor_min_interval = std::chrono::milliseconds(1);
+  std::chrono::nanoseconds monitor_max_interval = std::chrono::milliseconds(50);
+  // Called on every thread start and retirement, from the thread that causes it (a worker,
+  // the monitor, or the thread constructing or shutting down the pool). Keep it short; it
+  // must not throw (an exception is reported to stderr and ignored) or call into the pool's
+  // sizing (blocking_region) itself.
+  std::function<void(const scale_event&)> on_scale = {};
+  // A low-priority task that has waited this long runs before normal work, and a worker that
+  // has run only high-priority tasks for this long takes one normal task: nothing starves.
+  // 0 turns aging off (strict priorities).
+  std::chrono::nanoseconds aging = std::chrono::milliseconds(100);
   // Bound on tasks queued from outside the pool; 0 means unbounded.
   std::size_t queue_capacity = 0;
   full_policy on_full = full_policy::block;
@@ -79,6 +125,11 @@ struct stats {
   std::uint64_t rejected = 0;      // submissions refused (full, timed out, shut down)
   std::uint64_t stolen = 0;        // tasks a worker took from another worker's deque
   std::uint64_t cancelled = 0;     // tasks dropped without running
+  std::uint64_t threads_blocked = 0;   // workers inside a blocking_region now
+  std::uint64_t threads_started = 0;   // threads started, the initial ones included
+  std::uint64_t threads_retired = 0;   // threads that retired idle (shutdown not counted)
+  std::uint64_t grown_for_load = 0;    // of threads_started: started by the monitor
+  std::uint64_t grown_for_blocking = 0;  // of threads_started: compensating a blocking_region
 };
 
 class pool {
@@ -93,11 +144,17 @@ class pool {
   template <class F, class... Args>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    return submit(priority::normal, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+  // As above, at priority p.
+  template <class F, class... Args>
+  [[nodiscard]] auto submit(priority p, F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     using result = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
     auto call = bind(std::forward<F>(f), std::forward<Args>(args)...);
     auto* t = new detail::future_task<decltype(call), result>(core_, std::move(call));
     detail::state<result>* s = t;
-    throw_if_error(enqueue(t));
+    throw_if_error(enqueue(t, p));
     return future<result>(s);
   }
 
@@ -105,19 +162,27 @@ class pool {
   // config::on_exception. Throws spool::error if the submission is refused.
   template <class F>
   void post(F&& f) {
-    throw_if_error(try_post(std::forward<F>(f)));
+    throw_if_error(try_post(priority::normal, std::forward<F>(f)));
+  }
+  template <class F>
+  void post(priority p, F&& f) {
+    throw_if_error(try_post(p, std::forward<F>(f)));
   }
 
   // As post(), but reports a refusal as an error code instead of throwing.
   template <class F>
   [[nodiscard]] std::error_code try_post(F&& f) noexcept {
+    return try_post(priority::normal, std::forward<F>(f));
+  }
+  template <class F>
+  [[nodiscard]] std::error_code try_post(priority p, F&& f) noexcept {
     detail::task* t;
     try {
       t = new detail::post_task<std::decay_t<F>>(std::forward<F>(f));
     } catch (...) {
       return errc::no_memory;
     }
-    return enqueue(t);
+    return enqueue(t, p);
   }
 
   // Blocks until no task is queued or running. The pool stays usable.
@@ -132,18 +197,22 @@ class pool {
   std::size_t shutdown(shutdown_mode mode = shutdown_mode::drain);
 
   stats statistics() const noexcept;
+  // Live worker threads now (between min_threads and max_threads for an elastic pool).
   std::size_t thread_count() const noexcept;
   // True if the calling thread is one of this pool's workers.
   bool is_worker() const noexcept;
 
  private:
+  friend class task_group;  // submits its own task type (spool/task_group.hpp)
+  friend struct detail::pool_access;
+
   template <class F, class... Args>
   static auto bind(F&& f, Args&&... args) {
     return [fn = std::forward<F>(f), ... as = std::forward<Args>(args)]() mutable -> decltype(auto) {
       return std::invoke(std::move(fn), std::move(as)...);
     };
   }
-  std::error_code enqueue(detail::task* t) noexcept;
+  std::error_code enqueue(detail::task* t, priority p = priority::normal) noexcept;
   static void throw_if_error(std::error_code ec) {
     if (ec) throw error(static_cast<errc>(ec.value()));
   }
@@ -151,7 +220,22 @@ class pool {
   detail::core* core_;
 };
 
-// The calling thread's position in its pool: 0..threads-1 on a worker, -1 elsewhere.
+// The calling thread's position in its pool: 0..max_threads-1 on a worker, -1 elsewhere.
 int this_worker_index() noexcept;
+
+// Marks the calling task as about to block (I/O, a lock, a latch) for the object's lifetime.
+// On a worker of an elastic pool, the pool starts a compensating thread at once (up to
+// max_threads) if fewer than min_threads workers would be left running or work is waiting,
+// so blocking tasks cannot starve the others. Anywhere else it does nothing. Not movable.
+class blocking_region {
+ public:
+  blocking_region() noexcept;
+  ~blocking_region();
+  blocking_region(const blocking_region&) = delete;
+  blocking_region& operator=(const blocking_region&) = delete;
+
+ private:
+  void* worker_;  // the worker it marked, or null
+};
 
 }  // namespace spool
