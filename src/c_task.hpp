@@ -17,12 +17,12 @@ class c_task final : public task {
   c_task(void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
       : fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
 
-  bool run(core&) noexcept override {
+  outcome run(core&) noexcept override {
     auto fn = fn_;
     void* arg = arg_;
     delete this;
     fn(arg);
-    return true;
+    return outcome::completed;
   }
   void cancel() noexcept override {
     auto hook = on_cancel_;

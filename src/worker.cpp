@@ -152,9 +152,13 @@ void core::execute(worker* w, task* t) noexcept {
     return;
   }
   if (w != nullptr) bump32(w->depth, +1);
-  const bool ok = t->run(*this);
+  const outcome how = t->run(*this);
   if (w != nullptr) bump32(w->depth, -1);
-  tally(w, ok ? &counters::completed : &counters::failed, 1);
+  tally(w,
+        how == outcome::completed ? &counters::completed
+        : how == outcome::failed  ? &counters::failed
+                                  : &counters::cancelled,
+        1);
 }
 
 bool core::help_until(wait_target& until,

@@ -18,7 +18,9 @@ using spool::detail::task;
 
 struct tag final : task {
   explicit tag(int i) : id(i) {}
-  bool run(spool::detail::core&) noexcept override { return true; }
+  spool::detail::outcome run(spool::detail::core&) noexcept override {
+    return spool::detail::outcome::completed;
+  }
   void cancel() noexcept override { cancelled = true; }
   void destroy() noexcept override {}
   int id;

@@ -18,7 +18,9 @@ using spool::detail::ws_deque;
 // A task that only carries an id; the deque never runs tasks.
 struct tag final : task {
   explicit tag(int i) : id(i) {}
-  bool run(spool::detail::core&) noexcept override { return true; }
+  spool::detail::outcome run(spool::detail::core&) noexcept override {
+    return spool::detail::outcome::completed;
+  }
   void cancel() noexcept override {}
   void destroy() noexcept override {}
   int id;

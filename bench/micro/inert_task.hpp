@@ -7,7 +7,9 @@
 namespace spool_micro {
 
 struct inert_task final : spool::detail::task {
-  bool run(spool::detail::core&) noexcept override { return true; }
+  spool::detail::outcome run(spool::detail::core&) noexcept override {
+    return spool::detail::outcome::completed;
+  }
   void cancel() noexcept override {}
   void destroy() noexcept override {}
 };

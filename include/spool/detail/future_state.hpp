@@ -134,18 +134,18 @@ class future_task final : public task, public state<R> {
   }
   ~future_task() override {}  // fn_ is destroyed by run(), cancel() or destroy()
 
-  bool run(core&) noexcept override {
-    bool ok = true;
+  outcome run(core&) noexcept override {
+    outcome how = outcome::completed;
     try {
       this->produce(fn_);
     } catch (...) {
       this->failure_ = std::current_exception();
-      ok = false;
+      how = outcome::failed;
     }
     fn_.~F();
     this->complete();
     this->release();
-    return ok;
+    return how;
   }
 
   void cancel() noexcept override {

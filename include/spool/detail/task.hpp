@@ -10,6 +10,10 @@ namespace spool::detail {
 
 class core;
 
+// How a task left the pool through run(): it returned, it threw, or it decided not to run its
+// work (a task group that was cancelled before the task started).
+enum class outcome : unsigned char { completed, failed, cancelled };
+
 // A task is intrusive (it carries its own queue link), so queueing it allocates nothing.
 // Exactly one of run(), cancel() or destroy() is called on every task, once; each of
 // them ends the task's life.
@@ -17,9 +21,9 @@ class task {
  public:
   task* next = nullptr;  // link while in the injector; owned by whoever holds the task
 
-  // Runs the work. Returns false if it threw (the exception has gone to the task's future or
-  // to the pool's exception handler by then).
-  virtual bool run(core& owner) noexcept = 0;
+  // Runs the work. Returns outcome::failed if it threw (the exception has gone to the task's
+  // future or to the pool's exception handler by then).
+  virtual outcome run(core& owner) noexcept = 0;
   // The task will never run: release its resources and tell whoever waits (futures report
   // errc::cancelled, C tasks call their on_cancel hook).
   virtual void cancel() noexcept = 0;
@@ -43,7 +47,7 @@ class post_task final : public task {
   template <class G>
   explicit post_task(G&& fn) : fn_(std::forward<G>(fn)) {}
 
-  bool run(core& owner) noexcept override {
+  outcome run(core& owner) noexcept override {
     std::exception_ptr failure;
     try {
       fn_();
@@ -53,9 +57,9 @@ class post_task final : public task {
     delete this;
     if (failure) {
       report_exception(owner, std::move(failure));
-      return false;
+      return outcome::failed;
     }
-    return true;
+    return outcome::completed;
   }
   void cancel() noexcept override { delete this; }
   void destroy() noexcept override { delete this; }
