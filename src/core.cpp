@@ -10,9 +10,30 @@
 namespace spool::detail {
 namespace {
 
-unsigned thread_count_for(const config& cfg) {
+unsigned threads_for(const config& cfg) {
   if (cfg.threads != 0) return cfg.threads;
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+unsigned min_threads_for(const config& cfg) {
+  return cfg.min_threads != 0 ? cfg.min_threads : threads_for(cfg);
+}
+
+unsigned max_threads_for(const config& cfg) {
+  return cfg.max_threads != 0 ? cfg.max_threads : std::max(min_threads_for(cfg), threads_for(cfg));
+}
+
+const config& validated(const config& cfg) {
+  const unsigned lo = min_threads_for(cfg);
+  const unsigned hi = max_threads_for(cfg);
+  if (lo < 1 || lo > hi) throw error(errc::invalid_argument, "spool: need 1 <= min_threads <= max_threads");
+  if (hi > 1u << 16) throw error(errc::invalid_argument, "spool: max_threads above 65536");
+  if (cfg.keep_alive.count() < 0 || cfg.monitor_min_interval.count() <= 0 ||
+      cfg.monitor_max_interval < cfg.monitor_min_interval) {
+    throw error(errc::invalid_argument,
+                "spool: keep_alive must be >= 0 and 0 < monitor_min_interval <= monitor_max_interval");
+  }
+  return cfg;
 }
 
 // Lock-free lanes for this many distinct outside threads; later ones share the injector.
@@ -26,7 +47,7 @@ std::uint32_t max_spinners_for(unsigned threads) {
 }
 
 template <class Field>
-std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters& outside,
+std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& outside,
                   Field field) {
   std::uint64_t total = (outside.*field).load(std::memory_order_relaxed);
   for (const auto& w : ws) total += (w->stats.*field).load(std::memory_order_relaxed);
@@ -36,22 +57,27 @@ std::uint64_t sum(const std::vector<std::unique_ptr<worker>>& ws, const counters
 }  // namespace
 
 core::core(const config& cfg)
-    : cfg_(cfg),
+    : cfg_(validated(cfg)),
+      min_threads_(min_threads_for(cfg)),
+      max_threads_(max_threads_for(cfg)),
+      elastic_(max_threads_ > min_threads_),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
       slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0),
-      parker_(max_spinners_for(thread_count_for(cfg))) {
-  const unsigned n = thread_count_for(cfg);
-  workers_.reserve(n);
-  for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<worker>(*this, i));
-  // Every worker exists before any thread starts: thieves walk the whole vector.
-  try {
-    for (auto& w : workers_) {
-      worker* wp = w.get();
-      w->thread = std::thread([this, wp] { worker_main(*wp); });
+      parker_(max_spinners_for(min_threads_)),
+      workers_(new std::unique_ptr<worker>[max_threads_]) {
+  for (unsigned i = 0; i < min_threads_; ++i) {
+    if (std::error_code ec = grow(scale_event::cause::initial)) {
+      stop_workers();
+      throw error(static_cast<errc>(ec.value()), "spool: could not start the worker threads");
     }
-  } catch (const std::system_error& e) {
-    stop_workers();
-    throw error(errc::system, e.what());
+  }
+  if (elastic_) {
+    try {
+      monitor_ = std::thread([this] { monitor_main(); });
+    } catch (const std::system_error& e) {
+      stop_workers();
+      throw error(errc::system, e.what());
+    }
   }
 }
 
@@ -62,36 +88,43 @@ bool core::is_own_worker() const noexcept {
   return w != nullptr && &w->owner == this;
 }
 
-std::error_code core::submit(task* t, priority) noexcept {
+std::error_code core::submit(task* t, priority p) noexcept {
   // Each path counts the submission (in exactly one counter) before the task becomes visible,
   // so quiescent() can never see it finished but not submitted; a refusal undoes the count.
   worker* w = current_worker();
   if (w != nullptr && &w->owner == this) {
     tally(w, &counters::submitted, 1);
-    // From inside the pool: the worker's own deque, never bounded, never blocking. Accepted
-    // while draining (it is part of finishing queued work); refused while discarding.
+    // From inside the pool: the worker's own deque (or, for another priority, the injector
+    // past its bound), never blocking. Accepted while draining (it is part of finishing
+    // queued work); refused while discarding.
     if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
-    try {
-      w->deque.push(t);
-    } catch (...) {
-      return refuse(w, t, errc::no_memory);
+    if (p == priority::normal) {
+      try {
+        w->deque.push(t);
+      } catch (...) {
+        return refuse(w, t, errc::no_memory);
+      }
+    } else if (std::error_code err = injector_.push(t, p, /*bypass_bound=*/true).error) {
+      return refuse(w, t, err);
     }
     parker_.notify_one();
     return {};
   }
 
   // From outside the pool (another pool's worker is an outsider here too).
-  if (producer_slot* slot = slots_.mine()) return submit_to_slot(*slot, t);
+  if (p == priority::normal) {
+    if (producer_slot* slot = slots_.mine()) return submit_to_slot(*slot, t);
+  }
 
   tally(nullptr, &counters::submitted, 1);
-  auto [err, evicted] = injector_.push(t);
+  auto [err, evicted] = injector_.push(t, p);
+  if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
+    evicted->cancel();
+    tally(nullptr, &counters::cancelled, 1);
+  }
   if (!err) {
     accepted_outside_.fetch_add(1, std::memory_order_relaxed);
     parker_.notify_one();
-    if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
-      evicted->cancel();
-      tally(nullptr, &counters::cancelled, 1);
-    }
     return {};
   }
   if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
@@ -171,10 +204,12 @@ bool core::quiescent() const noexcept {
     return c.completed.load(std::memory_order_acquire) + c.failed.load(std::memory_order_acquire) +
            c.cancelled.load(std::memory_order_acquire);
   };
+  // A slot created after the finished loop read created_ has counted nothing yet that the
+  // submitted loop could see finished: its counters start at zero, like its thread's work.
   std::uint64_t finished = finished_in(outside_);
-  for (const auto& w : workers_) finished += finished_in(w->stats);
+  for (const auto& w : workers()) finished += finished_in(w->stats);
   std::uint64_t submitted = outside_.submitted.load(std::memory_order_acquire);
-  for (const auto& w : workers_) submitted += w->stats.submitted.load(std::memory_order_acquire);
+  for (const auto& w : workers()) submitted += w->stats.submitted.load(std::memory_order_acquire);
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
     submitted += slots_[i].entered.load(std::memory_order_acquire);
   }
@@ -254,7 +289,7 @@ void core::drop_queued() noexcept {
       }
     }
   };
-  for (auto& w : workers_) sweep(w->deque);
+  for (const auto& w : workers()) sweep(w->deque);
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) sweep(slots_[i].deque);
 }
 
@@ -266,10 +301,31 @@ void core::drop(worker* w, task* t) noexcept {
 }
 
 void core::stop_workers() noexcept {
-  terminate_.store(true, std::memory_order_seq_cst);
+  {
+    // Under scale_mu_, so that no thread starts after this (grow() checks terminate_ under
+    // it) and no worker retires (try_retire() does too): every slot's thread is ours to join.
+    std::lock_guard lock(scale_mu_);
+    terminate_.store(true, std::memory_order_seq_cst);
+  }
   parker_.notify_all();
-  for (auto& w : workers_) {
-    if (w->thread.joinable()) w->thread.join();
+  if (monitor_.joinable()) {
+    {
+      std::lock_guard lock(monitor_mu_);
+      monitor_stop_ = true;
+    }
+    monitor_cv_.notify_all();
+    monitor_.join();
+  }
+  for (const auto& w : workers()) {
+    if (!w->thread.joinable()) continue;
+    const bool was_running = w->state == worker::slot_state::running;
+    w->thread.join();
+    w->state = worker::slot_state::free;
+    w->active.store(false, std::memory_order_relaxed);
+    if (was_running) {
+      emit(scale_event::kind::retired, scale_event::cause::shutdown, w->index,
+           live_.load(std::memory_order_relaxed));
+    }
   }
 }
 
@@ -277,28 +333,38 @@ stats core::snapshot() const noexcept {
   stats s;
   s.threads_live = live_.load(std::memory_order_relaxed);
   s.queued = injector_.size();
-  for (const auto& w : workers_) {
+  for (const auto& w : workers()) {
     if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
     s.queued += w->deque.size();
   }
   // outside_.submitted also counts submissions still waiting for room; report accepted ones.
   s.submitted = accepted_outside_.load(std::memory_order_relaxed);
-  for (const auto& w : workers_) s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
+  for (const auto& w : workers()) s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
     s.submitted += slots_[i].accepted.load(std::memory_order_relaxed);
     s.queued += slots_[i].deque.size();
   }
-  s.completed = sum(workers_, outside_, &counters::completed);
-  s.failed = sum(workers_, outside_, &counters::failed);
-  s.cancelled = sum(workers_, outside_, &counters::cancelled);
-  s.stolen = sum(workers_, outside_, &counters::stolen);
+  s.completed = sum(workers(), outside_, &counters::completed);
+  s.failed = sum(workers(), outside_, &counters::failed);
+  s.cancelled = sum(workers(), outside_, &counters::cancelled);
+  s.stolen = sum(workers(), outside_, &counters::stolen);
   s.rejected = rejected_.load(std::memory_order_relaxed);
   s.threads_blocked = blocked_.load(std::memory_order_relaxed);
+  s.threads_started = threads_started_.load(std::memory_order_relaxed);
+  s.threads_retired = threads_retired_.load(std::memory_order_relaxed);
+  s.grown_for_load = grown_for_load_.load(std::memory_order_relaxed);
+  s.grown_for_blocking = grown_for_blocking_.load(std::memory_order_relaxed);
   return s;
 }
 
 void core::enter_blocking(worker& w) noexcept {
-  if (w.blocking++ == 0) blocked_.fetch_add(1, std::memory_order_relaxed);
+  if (w.blocking++ != 0) return;  // nested: counted once
+  const std::uint32_t blocked = blocked_.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Keep min_threads workers free to run: start a compensating thread now rather than wait
+  // for the monitor to notice the stall. It retires after keep_alive once it is not needed.
+  if (elastic_ && live_.load(std::memory_order_relaxed) < min_threads_ + blocked) {
+    (void)grow(scale_event::cause::blocking);  // at max_threads, or the OS refused: carry on
+  }
 }
 
 void core::leave_blocking(worker& w) noexcept {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -52,7 +53,11 @@ class wait_target {
   ~wait_target() = default;
 };
 
+// A worker slot. Slots are created on demand up to max_threads and live as long as the pool;
+// a retired thread's slot (its deque empty, its counters kept) is reused by a later thread.
 struct worker {
+  using clock = std::chrono::steady_clock;
+
   worker(core& o, unsigned i) : owner(o), index(i), rng(0x9E3779B97F4A7C15ull * (i + 1)) {}
   core& owner;
   const unsigned index;
@@ -61,6 +66,23 @@ struct worker {
   std::uint32_t blocking = 0;           // nested blocking_regions, owner only
   counters stats;
   std::uint64_t rng;  // victim selection, owner only
+
+  // For the monitor: whether the thread is out of work (spinning, parked), and the thread's
+  // CPU clock, to tell a busy thread on the CPU from one blocked inside its task.
+  std::atomic<bool> idle{true};
+  std::atomic<int> cpu_clock{k_no_clock};  // a clockid_t (thread CPU clocks are negative)
+  static constexpr int k_no_clock = 0;      // CLOCK_REALTIME: never a thread's CPU clock
+
+  // Priority bookkeeping, owner only (core::find_task).
+  std::uint32_t searches = 0;   // find_task calls, to look at low-priority aging now and then
+  bool high_streak = false;     // the last task taken was high priority
+  clock::time_point high_since; // when that run of high-priority tasks began
+
+  // Guarded by core::scale_mu_: a thread runs here (running), has retired and awaits its join
+  // (retired), or the slot is free. `running` is mirrored in `active` for lock-free readers.
+  enum class slot_state : unsigned char { free, running, retired };
+  slot_state state = slot_state::free;
+  std::atomic<bool> active{false};
   std::thread thread;
 };
 
@@ -80,7 +102,7 @@ class core {
   std::error_code shutdown(shutdown_mode mode, std::size_t* dropped) noexcept;
 
   stats snapshot() const noexcept;
-  std::size_t thread_count() const noexcept { return workers_.size(); }
+  std::size_t thread_count() const noexcept { return live_.load(std::memory_order_relaxed); }
   bool is_own_worker() const noexcept;
 
   // Help-while-waiting: runs tasks until `until` is done or the deadline passes. Only for a
@@ -94,10 +116,19 @@ class core {
 
   void report_exception(std::exception_ptr e) noexcept;
   parker& sleepers() noexcept { return parker_; }
+  // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
+  // For tests.
+  bool monitor_sleeping() const noexcept { return monitor_asleep_.load(std::memory_order_relaxed); }
 
  private:
+  // Worker slots created so far; thieves and counters walk these (src/README.md, "Elastic").
+  std::span<const std::unique_ptr<worker>> workers() const noexcept {
+    return {workers_.get(), created_.load(std::memory_order_acquire)};
+  }
   void worker_main(worker& w) noexcept;
   task* find_task(worker& w) noexcept;
+  task* find_normal(worker& w) noexcept;  // own deque, injector (normal level), steal
+  task* take_high(worker& w) noexcept;
   task* steal(worker& w) noexcept;
   bool has_work() const noexcept;
   // Polls for work (or for `done`) a while before the caller parks. True if worth another look.
@@ -126,18 +157,60 @@ class core {
   void notify_idle_waiters() noexcept;
   void stop_workers() noexcept;
 
+  // Elastic sizing (monitor.cpp).
+  // Starts one thread in a free slot; errc::system if the OS refuses, errc::full at
+  // max_threads, errc::shut_down once terminating.
+  std::error_code grow(scale_event::cause why) noexcept;
+  // An idle worker past keep_alive asks to retire: true if it may exit (live stays >= min).
+  bool try_retire(worker& w) noexcept;
+  // Joins threads that retired, freeing their slots. Takes scale_mu_.
+  void join_retired() noexcept;
+  void monitor_main() noexcept;
+  // A worker found work after being idle: wakes the monitor if it sleeps (elastic pools).
+  void became_busy(worker& w) noexcept;
+  void kick_monitor() noexcept;
+  // Whether every live worker is idle and nothing is queued: the monitor may sleep.
+  bool pool_idle() const noexcept;
+  void emit(scale_event::kind what, scale_event::cause why, unsigned index,
+            unsigned live) noexcept;
+
   const config cfg_;
+  const unsigned min_threads_;
+  const unsigned max_threads_;
+  const bool elastic_;  // max_threads_ > min_threads_: a monitor runs, idle threads retire
   injector injector_;
   producer_slots slots_;  // unbounded pools only (see producer_slots.hpp)
   parker parker_;
-  std::vector<std::unique_ptr<worker>> workers_;
+  // max_threads_ slots, filled in index order; [0, created_) exist (written before created_'s
+  // release store, never moved or freed before the core is destroyed).
+  std::unique_ptr<std::unique_ptr<worker>[]> workers_;
+  std::atomic<std::uint32_t> created_{0};
+
+  // Sizing: slot states, thread starts and joins. Never held while running a task or a
+  // user callback.
+  std::mutex scale_mu_;
+  std::atomic<std::uint64_t> threads_started_{0};
+  std::atomic<std::uint64_t> threads_retired_{0};
+  std::atomic<std::uint64_t> grown_for_load_{0};
+  std::atomic<std::uint64_t> grown_for_blocking_{0};
+
+  // The monitor (elastic pools only) and how workers wake it.
+  std::thread monitor_;
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool monitor_kicked_ = false;      // guarded by monitor_mu_
+  bool monitor_join_ = false;        // a thread retired: join it; guarded by monitor_mu_
+  bool monitor_stop_ = false;        // guarded by monitor_mu_
+  alignas(64) std::atomic<bool> monitor_asleep_{false};
 
   // Threads in wait_quiescent() (wait_idle, shutdown).
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
 
-  std::atomic<std::uint32_t> live_{0};   // worker threads started and not yet exited
+  std::atomic<std::uint32_t> live_{0};   // threads running worker_main (changed under scale_mu_
+                                         // by growth and retirement; an exit at terminate
+                                         // decrements it without the lock)
   std::atomic<std::uint32_t> blocked_{0};  // workers inside a blocking_region
   std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
   std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run

@@ -3,43 +3,71 @@
 namespace spool::detail {
 
 injector::~injector() {
-  while (task* t = take_locked()) t->cancel();
+  while (task* t = take_highest_locked()) t->cancel();
 }
 
-void injector::append_locked(task* t) noexcept {
+void injector::append_locked(task* t, int level) noexcept {
+  fifo& q = levels_[level];
   t->next = nullptr;
-  if (tail_ != nullptr) {
-    tail_->next = t;
+  if (q.tail != nullptr) {
+    q.tail->next = t;
   } else {
-    head_ = t;
+    q.head = t;
   }
-  tail_ = t;
+  q.tail = t;
   ++count_;
+  level_size_[level].fetch_add(1, std::memory_order_relaxed);
   size_.store(count_, std::memory_order_seq_cst);
 }
 
-task* injector::take_locked() noexcept {
-  task* t = head_;
+task* injector::take_locked(int level) noexcept {
+  fifo& q = levels_[level];
+  task* t = q.head;
   if (t == nullptr) return nullptr;
-  head_ = t->next;
-  if (head_ == nullptr) tail_ = nullptr;
+  q.head = t->next;
+  if (q.head == nullptr) q.tail = nullptr;
   t->next = nullptr;
   --count_;
+  level_size_[level].fetch_sub(1, std::memory_order_relaxed);
   size_.store(count_, std::memory_order_seq_cst);
+  if (level == index(priority::low)) {
+    low_since_.pop_front();
+    publish_oldest_low_locked();
+  }
   return t;
 }
 
-injector::push_result injector::push(task* t) noexcept {
+task* injector::take_highest_locked() noexcept {
+  for (int level = k_levels - 1; level >= 0; --level) {
+    if (task* t = take_locked(level)) return t;
+  }
+  return nullptr;
+}
+
+task* injector::evict_locked() noexcept {
+  for (int level = 0; level < k_levels; ++level) {
+    if (task* t = take_locked(level)) return t;
+  }
+  return nullptr;
+}
+
+void injector::publish_oldest_low_locked() noexcept {
+  const clock::time_point oldest = low_since_.empty() ? clock::time_point::max() : low_since_.front();
+  oldest_low_.store(oldest.time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+injector::push_result injector::push(task* t, priority p, bool bypass_bound) noexcept {
+  const int level = index(p);
   std::unique_lock lock(mu_);
-  if (closed_) return {errc::shut_down, nullptr};
+  if (closed_ && !bypass_bound) return {errc::shut_down, nullptr};
   task* evicted = nullptr;
-  if (full_locked()) {
+  if (!bypass_bound && full_locked()) {
     switch (policy_) {
       case full_policy::reject:
       case full_policy::caller_runs:
         return {errc::full, nullptr};
       case full_policy::discard_oldest:
-        evicted = take_locked();
+        evicted = evict_locked();
         break;
       case full_policy::block:
       case full_policy::block_for: {
@@ -58,14 +86,32 @@ injector::push_result injector::push(task* t) noexcept {
       }
     }
   }
-  append_locked(t);
+  if (level == index(priority::low)) {
+    try {
+      low_since_.push_back(clock::now());
+    } catch (...) {
+      return {errc::no_memory, evicted};  // evicted (if any) is still the caller's to cancel
+    }
+    if (low_since_.size() == 1) publish_oldest_low_locked();
+  }
+  append_locked(t, level);
   return {{}, evicted};
 }
 
 task* injector::pop() noexcept {
   if (size_.load(std::memory_order_relaxed) == 0) return nullptr;
   std::unique_lock lock(mu_);
-  task* t = take_locked();
+  task* t = take_highest_locked();
+  bool wake_producer = t != nullptr && blocked_ > 0;
+  lock.unlock();
+  if (wake_producer) not_full_.notify_one();
+  return t;
+}
+
+task* injector::pop(priority p) noexcept {
+  if (queued(p) == 0) return nullptr;
+  std::unique_lock lock(mu_);
+  task* t = take_locked(index(p));
   bool wake_producer = t != nullptr && blocked_ > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();

@@ -2,6 +2,7 @@
 // steal), run it, and sleep in the parker when there is none. help_until() is the same loop
 // run by a worker that waits on a future.
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -43,16 +44,32 @@ void blocking_end() noexcept {
 void core::worker_main(worker& w) noexcept {
   tls_worker = &w;
   name_thread(cfg_.name, w.index);
-  live_.fetch_add(1, std::memory_order_relaxed);
-  bool was_idle = false;
+  clockid_t cpu;
+  if (pthread_getcpuclockid(pthread_self(), &cpu) == 0) {
+    w.cpu_clock.store(static_cast<int>(cpu), std::memory_order_relaxed);
+  }
+  bool retired = false;
+  bool was_idle = true;  // w.idle mirrors it, for the monitor
+  std::chrono::steady_clock::time_point idle_since{};
+  auto go_idle = [&] {
+    was_idle = true;
+    w.idle.store(true, std::memory_order_relaxed);
+    if (elastic_) idle_since = std::chrono::steady_clock::now();
+  };
+  auto take = [&](task* t) {
+    if (was_idle) {
+      was_idle = false;
+      became_busy(w);
+      wake_for_surplus();
+    }
+    execute(&w, t);
+  };
   for (;;) {
     if (task* t = find_task(w)) {
-      if (was_idle) wake_for_surplus();
-      was_idle = false;
-      execute(&w, t);
+      take(t);
       continue;
     }
-    was_idle = true;
+    if (!was_idle) go_idle();
     if (spin(w, [] { return false; })) continue;
     // The parker's protocol: announce, look once more, then sleep (src/README.md).
     const std::uint32_t key = parker_.prepare();
@@ -64,26 +81,76 @@ void core::worker_main(worker& w) noexcept {
     }
     if (task* t = find_task(w)) {
       parker_.cancel();
-      wake_for_surplus();
-      was_idle = false;
-      execute(&w, t);
+      take(t);
       continue;
     }
-    parker_.park(key);
+    // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
+    // retires. At or below it sleeps without a timeout: an idle pool makes no wake-ups.
+    if (!elastic_ || live_.load(std::memory_order_relaxed) <= min_threads_) {
+      parker_.park(key);
+      continue;
+    }
+    if (parker_.park_until(key, idle_since + cfg_.keep_alive)) continue;
+    // Idle for keep_alive. No longer counted as a sleeper, look once more (a waker that saw us
+    // in `sleepers` before park_until() took us out may have woken nobody), then retire.
+    if (task* t = find_task(w)) {
+      take(t);
+      continue;
+    }
+    if (try_retire(w)) {
+      retired = true;
+      break;
+    }
   }
-  live_.fetch_sub(1, std::memory_order_relaxed);
+  w.idle.store(true, std::memory_order_relaxed);
+  if (!retired) live_.fetch_sub(1, std::memory_order_relaxed);
   tls_worker = nullptr;
 }
 
 task* core::find_task(worker& w) noexcept {
+  // Priorities (src/README.md, "Priorities"): high first, then this worker's own deque, the
+  // injector's normal level and stealing, then low. Aging lets a low task that has waited
+  // cfg_.aging go ahead of normal work, and a run of high tasks that has lasted cfg_.aging
+  // let one normal task through.
+  if (injector_.queued(priority::high) != 0) {
+    if (task* t = take_high(w)) return t;
+  }
+  w.high_streak = false;
+  if (++w.searches % 64 == 0 && cfg_.aging.count() > 0 && injector_.queued(priority::low) != 0 &&
+      std::chrono::steady_clock::now() - injector_.oldest_low() >= cfg_.aging) {
+    if (task* t = injector_.pop(priority::low)) return t;
+  }
+  if (task* t = find_normal(w)) return t;
+  return injector_.pop(priority::low);
+}
+
+task* core::find_normal(worker& w) noexcept {
   if (task* t = w.deque.pop()) return t;
-  if (task* t = injector_.pop()) return t;
+  if (task* t = injector_.pop(priority::normal)) return t;
   return steal(w);
+}
+
+task* core::take_high(worker& w) noexcept {
+  if (cfg_.aging.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!w.high_streak) {
+      w.high_streak = true;
+      w.high_since = now;
+    } else if (now - w.high_since >= cfg_.aging) {
+      // High-priority work has held this worker for cfg_.aging: one normal task goes first.
+      if (task* t = find_normal(w)) {
+        w.high_streak = false;
+        return t;
+      }
+    }
+  }
+  return injector_.pop(priority::high);
 }
 
 task* core::steal(worker& w) noexcept {
   // Victims: the other workers' deques, then the outside threads' slots.
-  const std::size_t n = workers_.size();
+  const auto ws = workers();
+  const std::size_t n = ws.size();
   for (;;) {
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
@@ -95,7 +162,7 @@ task* core::steal(worker& w) noexcept {
       w.rng ^= w.rng << 17;
       const std::size_t start = static_cast<std::size_t>(w.rng % n);
       for (std::size_t k = 0; k < n; ++k) {
-        worker& victim = *workers_[(start + k) % n];
+        worker& victim = *ws[(start + k) % n];
         if (&victim == &w) continue;
         auto [t, retry] = victim.deque.steal();
         if (t != nullptr) {
@@ -118,7 +185,7 @@ task* core::steal(worker& w) noexcept {
 
 bool core::has_work() const noexcept {
   if (!injector_.empty()) return true;
-  for (const auto& w : workers_) {
+  for (const auto& w : workers()) {
     if (!w->deque.empty()) return true;
   }
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {

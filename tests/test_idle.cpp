@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <spool/spool.hpp>
 
+#include "core.hpp"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +80,36 @@ TEST(Idle, SleepingWorkersStayAsleep) {
   }
 
   // And the pool still works after sleeping.
+  EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
+}
+
+// An elastic pool at rest: its min_threads workers and its monitor all sleep, and none of them
+// wakes (workers at min_threads have no keep_alive timer; the monitor has no tick while idle).
+TEST(Idle, ElasticPoolAndItsMonitorStayAsleep) {
+  spool::config cfg;
+  cfg.min_threads = 2;
+  cfg.max_threads = 8;
+  cfg.name = "idleela";
+  spool::pool pool{cfg};
+  for (int i = 0; i < 1000; ++i) pool.post([] {});
+  pool.wait_idle();
+
+  constexpr std::size_t expected = 3;  // idleela-0, idleela-1, idleela-mon
+  // The monitor checks once more after the last task before it sleeps for good; wait for that.
+  const auto& core = spool::detail::pool_access::of(pool);
+  while (!core.monitor_sleeping()) std::this_thread::yield();
+  auto before = workers_named("idleela");
+  while (!all_sleeping(before, expected)) {
+    std::this_thread::yield();
+    before = workers_named("idleela");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto after = workers_named("idleela");
+  ASSERT_EQ(after.size(), expected);
+  for (const auto& [tid, info] : after) {
+    EXPECT_EQ(info.state, 'S') << "thread " << tid;
+    EXPECT_EQ(info.switches, before[tid].switches) << "thread " << tid << " woke while idle";
+  }
   EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
 }
 
