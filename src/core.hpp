@@ -72,6 +72,7 @@ struct worker {
   std::atomic<bool> idle{true};
   std::atomic<int> cpu_clock{k_no_clock};  // a clockid_t (thread CPU clocks are negative)
   static constexpr int k_no_clock = 0;      // CLOCK_REALTIME: never a thread's CPU clock
+  std::atomic<int> tid{0};                  // the kernel's thread id, for /proc
 
   // Priority bookkeeping, owner only (core::find_task).
   std::uint32_t searches = 0;   // find_task calls, to look at low-priority aging now and then

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "core.hpp"
@@ -20,6 +21,24 @@ std::int64_t cpu_ns(int clock) noexcept {
   timespec ts{};
   if (clock_gettime(static_cast<clockid_t>(clock), &ts) != 0) return -1;
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Whether the kernel has the thread runnable (state R: on a CPU or waiting for one), from
+// /proc/self/task/<tid>/stat. Read only to confirm a stall before growing: a thread that
+// used little CPU because other processes had the cores is not blocked.
+bool runnable(int tid) noexcept {
+  if (tid <= 0) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  char buf[256];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // "tid (comm) S ...": the state follows the last ')' (comm may contain parentheses).
+  const char* close = std::strrchr(buf, ')');
+  return close != nullptr && close[1] == ' ' && close[2] == 'R';
 }
 
 }  // namespace
@@ -158,6 +177,8 @@ void core::monitor_main() noexcept {
   }
   using clock = std::chrono::steady_clock;
   std::vector<std::int64_t> last_cpu(max_threads_, -1);
+  std::vector<int> stalled;  // thread ids of busy workers that used little CPU
+  stalled.reserve(max_threads_);
   auto interval = cfg_.monitor_min_interval;
   clock::time_point last_check = clock::now();
   bool active = true;  // the pool starts with min_threads idle workers, but look once
@@ -197,6 +218,7 @@ void core::monitor_main() noexcept {
     last_check = now;
     unsigned idle = 0;
     unsigned running = 0;
+    stalled.clear();
     for (const auto& w : workers()) {
       const std::int64_t cpu = cpu_ns(w->cpu_clock.load(std::memory_order_relaxed));
       const std::int64_t before = std::exchange(last_cpu[w->index], cpu);
@@ -205,11 +227,15 @@ void core::monitor_main() noexcept {
         ++idle;
       } else if (cpu < 0 || before < 0 || cpu < before || (cpu - before) * 4 >= elapsed) {
         ++running;  // on the CPU (or a fresh thread, not yet measurable)
+      } else {
+        stalled.push_back(w->tid.load(std::memory_order_relaxed));
       }
     }
     bool grew = false;
     if (idle == 0 && running < min_threads_ && has_work()) {
-      grew = !grow(scale_event::cause::load);
+      // Confirm with the scheduler: preempted (runnable) threads are not blocked.
+      for (int tid : stalled) running += runnable(tid) ? 1 : 0;
+      if (running < min_threads_) grew = !grow(scale_event::cause::load);
     }
 
     lock.lock();

@@ -3,6 +3,7 @@
 // run by a worker that waits on a future.
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,9 +49,12 @@ void core::worker_main(worker& w) noexcept {
   if (pthread_getcpuclockid(pthread_self(), &cpu) == 0) {
     w.cpu_clock.store(static_cast<int>(cpu), std::memory_order_relaxed);
   }
+  w.tid.store(static_cast<int>(gettid()), std::memory_order_relaxed);
   bool retired = false;
   bool was_idle = true;  // w.idle mirrors it, for the monitor
-  std::chrono::steady_clock::time_point idle_since{};
+  // A new thread counts as idle from its start: one that finds nothing to do (the work that
+  // started it was taken by another) still waits keep_alive before it retires.
+  std::chrono::steady_clock::time_point idle_since = std::chrono::steady_clock::now();
   auto go_idle = [&] {
     was_idle = true;
     w.idle.store(true, std::memory_order_relaxed);

@@ -39,9 +39,13 @@ class ws_deque {
   // Owner only. Throws std::bad_alloc if the ring must grow and cannot.
   void push(task* t) {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    std::int64_t tp = top_.load(std::memory_order_acquire);
     ring* r = ring_.load(std::memory_order_relaxed);
-    if (b - tp > r->mask) r = grow(r, tp, b);
+    // top_ only grows, so a stale copy overstates the size: look at the real one (a line the
+    // thieves write) only when the copy says the ring is full.
+    if (b - top_seen_ > r->mask) {
+      top_seen_ = top_.load(std::memory_order_acquire);
+      if (b - top_seen_ > r->mask) r = grow(r, top_seen_, b);
+    }
     r->put(b, t);
     bottom_.store(b + 1, std::memory_order_release);
   }
@@ -120,6 +124,7 @@ class ws_deque {
   alignas(64) std::atomic<std::int64_t> bottom_{0};
   alignas(64) std::atomic<ring*> ring_;
   std::vector<std::unique_ptr<ring>> retired_;  // owner only
+  std::int64_t top_seen_ = 0;                    // owner only: top_ as last read by push()
 };
 
 }  // namespace spool::detail
