@@ -77,6 +77,23 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
     o.short_ms = parse_number(o, flag, value);
   } else if (flag == "--ticks") {
     for (const std::string& part : split(value)) o.ticks_ms.push_back(parse_number(o, flag, part));
+  } else if (flag == "--io-ms") {
+    o.io_ms = parse_number(o, flag, value);
+  } else if (flag == "--io-ratio") {
+    o.io_ratio = parse_number(o, flag, value);
+    if (*o.io_ratio > 1) usage_error(o, "--io-ratio wants a fraction in 0..1");
+  } else if (flag == "--keep-alive-ms") {
+    o.keep_alive_ms = parse_number(o, flag, value);
+  } else if (flag == "--max-threads") {
+    o.pool_max_threads = parse_count(o, flag, value);
+    if (*o.pool_max_threads < 1 || *o.pool_max_threads > 4096)
+      usage_error(o, "--max-threads wants a count in 1..4096");
+  } else if (flag == "--primes-below") {
+    o.primes_below = parse_count(o, flag, value);
+    if (*o.primes_below > 100'000'000) usage_error(o, "--primes-below wants at most 1e8");
+  } else if (flag == "--trace") {
+    if (value.empty()) usage_error(o, "--trace needs a file name");
+    o.trace_file = value;
   }
 }
 
@@ -111,8 +128,9 @@ void print_common_help(std::FILE* out) {
       "cores\n"
       "  --tiny           minimal sizes, for the smoke test (figures are meaningless)\n"
       "  --out FILE       also write the results to FILE, as CSV or JSON by its extension\n"
-      "  --plot FILE.png  bar chart of the medians through gnuplot; for `all`, a directory\n"
-      "                   (ending in /) or a prefix, one PNG per experiment\n"
+      "  --plot FILE.png  bar chart of the medians through gnuplot; or a directory (ending in\n"
+      "                   / or existing): DIR/EXPERIMENT.png; for `all`, a directory or a\n"
+      "                   prefix, one PNG per experiment\n"
       "  --help           this text\n",
       peer_list().c_str());
 }
@@ -243,6 +261,12 @@ watchdog* the_watchdog = nullptr;  // set once by start_watchdog(); never destro
 
 void start_watchdog(std::chrono::seconds limit) {
   if (the_watchdog == nullptr) the_watchdog = new watchdog(limit);
+}
+
+void watched(const std::string& what, const std::function<void()>& body) {
+  if (the_watchdog) the_watchdog->arm(what);
+  body();
+  if (the_watchdog) the_watchdog->disarm();
 }
 
 contender not_available(std::string variant, std::string_view peer, std::string_view why) {

@@ -34,6 +34,10 @@ struct options {
   std::optional<double> rate, recv_rate, duration_s, probe_s, long_ms, short_ms;
   std::vector<double> ticks_ms;
   bool find_max = false;
+  // elastic: the mixed workload and the elastic pool's bounds and keep-alive.
+  std::optional<double> io_ms, io_ratio, keep_alive_ms;
+  std::optional<std::uint64_t> pool_max_threads, primes_below;
+  std::string trace_file;  // empty: the default place (see the elastic experiment's help)
 
   template <class T>
   T by_size(T full, T quick, T tiny) const {
@@ -78,6 +82,8 @@ std::vector<row> measure_point(std::string_view experiment, std::string_view lab
 // From then on, a single measurement that runs longer than `limit` ends the program with a
 // message naming it, instead of hanging (a deadlock or lost wake-up in a pool).
 void start_watchdog(std::chrono::seconds limit);
+// Runs `body` under the watchdog, as measure_point runs each measurement; `what` names it.
+void watched(const std::string& what, const std::function<void()>& body);
 
 // A line on stderr, prefixed with the time since the program started.
 void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));

@@ -72,6 +72,8 @@ std::string colour_of(const std::string& peer) {
                                                                 {"asio", "#2ca02c"},
                                                                 {"omp", "#ff7f0e"},
                                                                 {"mutex_pool", "#7f7f7f"},
+                                                                {"spool (no hint)", "#f08080"},
+                                                                {"spool (fixed)", "#8b0000"},
                                                                 {"serial quicksort", "#9467bd"},
                                                                 {"std::sort", "#8c564b"},
                                                                 {"serial fib", "#9467bd"}};
@@ -91,6 +93,19 @@ std::string plot_clauses(const std::vector<const row*>& rows) {
                " title columnheader(" + column + ") lc rgb '" + colour_of(peers[i]) + "'";
   }
   return clauses;
+}
+
+// The terminal (pngcairo where gnuplot has it), the output file and the title.
+std::string png_preamble(const std::string& path, const std::string& title) {
+  std::string script;
+  script += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n";
+  script += "  set terminal pngcairo size 1200,650 noenhanced\n";
+  script += "} else {\n";
+  script += "  set terminal png size 1200,650 noenhanced\n";
+  script += "}\n";
+  script += "set output " + gnuplot_quoted(path) + "\n";
+  script += "set title " + gnuplot_quoted(title) + "\n";
+  return script;
 }
 
 bool run_gnuplot(const std::string& script, const std::string& path) {
@@ -131,14 +146,7 @@ bool plot_unit(const std::vector<const row*>& rows, std::string_view experiment,
                             "), median of " + std::to_string(first.samples.size()) + ", " +
                             (first.m.higher_is_better ? "higher" : "lower") + " is better" +
                             (log_scale ? ", log scale" : "");
-  std::string script;
-  script += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n";
-  script += "  set terminal pngcairo size 1200,650 noenhanced\n";
-  script += "} else {\n";
-  script += "  set terminal png size 1200,650 noenhanced\n";
-  script += "}\n";
-  script += "set output " + gnuplot_quoted(path) + "\n";
-  script += "set title " + gnuplot_quoted(title) + "\n";
+  std::string script = png_preamble(path, title);
   script += "set ylabel " + gnuplot_quoted(first.m.unit) + "\n";
   script += "set style data histograms\n";
   script += "set style histogram clustered gap 1\n";
@@ -157,10 +165,10 @@ bool plot_unit(const std::vector<const row*>& rows, std::string_view experiment,
 }  // namespace
 
 std::string plot_path(const std::string& target, std::string_view experiment, bool many) {
-  if (!many) return target;
   struct stat st {};
   const bool dir = (!target.empty() && target.back() == '/') ||
                    (stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+  if (!dir && !many) return target;
   if (dir) {
     if (target.back() == '/' && mkdir(target.c_str(), 0777) != 0 && errno != EEXIST)
       std::fprintf(stderr, "spool-bench: --plot: cannot create %s: %s\n", target.c_str(),
@@ -183,6 +191,94 @@ bool plot_experiment(const results& r, std::string_view experiment, const std::s
          ok;
   }
   return ok;
+}
+
+std::string companion_path(const std::string& png_path, std::string_view suffix,
+                           std::string_view extension) {
+  const std::string png = ".png";
+  const bool has_png = png_path.size() >= png.size() &&
+                       png_path.compare(png_path.size() - png.size(), png.size(), png) == 0;
+  const std::string stem = has_png ? png_path.substr(0, png_path.size() - png.size()) : png_path;
+  return stem + std::string(suffix) + std::string(extension);
+}
+
+namespace {
+
+// Tab-separated: a header naming the columns, then one line per sample.
+std::string line_datablock(const line_chart& chart) {
+  std::string data = "time_s";
+  for (const auto& s : chart.series) data += "\t" + s.name;
+  data += "\n";
+  for (const auto& values : chart.rows) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%.6g", values[i]);
+      data += (i ? "\t" : "") + std::string(value);
+    }
+    data += "\n";
+  }
+  return data;
+}
+
+std::string line_clauses(const line_chart& chart) {
+  static const char* const colours[] = {"#d62728", "#1f77b4", "#ff7f0e", "#7f7f7f",
+                                        "#2ca02c", "#9467bd", "#8c564b"};
+  std::string clauses;
+  for (std::size_t i = 0; i < chart.series.size(); ++i) {
+    const std::string column = std::to_string(i + 2);
+    clauses += (i ? ", " : "") + std::string("$data using 1:") + column +
+               (chart.series[i].on_right ? " axes x1y2" : "") + " title columnheader(" + column +
+               ") with lines lw 2 lc rgb '" + colours[i % std::size(colours)] + "'" +
+               (chart.series[i].dashed ? " dt 2" : "");
+  }
+  return clauses;
+}
+
+// "[0:top]" with a tenth of headroom, so that a line at the maximum stays off the frame.
+std::string range_to_max(const line_chart& chart, bool right) {
+  double top = 0;
+  for (const auto& values : chart.rows)
+    for (std::size_t i = 0; i < chart.series.size() && i + 1 < values.size(); ++i)
+      if (chart.series[i].on_right == right) top = std::max(top, values[i + 1]);
+  char range[48];
+  std::snprintf(range, sizeof range, "[0:%.6g]", top > 0 ? top * 1.1 : 1.0);
+  return range;
+}
+
+}  // namespace
+
+bool plot_lines(const line_chart& chart, const std::string& png_path) {
+  if (chart.rows.empty() || chart.series.empty()) {
+    std::fprintf(stderr, "spool-bench: --plot: nothing to draw in %s\n", png_path.c_str());
+    return false;
+  }
+  const bool right_axis = std::any_of(chart.series.begin(), chart.series.end(),
+                                      [](const auto& s) { return s.on_right; });
+  std::string script = png_preamble(png_path, chart.title);
+  script += "set xlabel 'time (s)'\n";
+  script += "set autoscale xfix\n";
+  script += "set ylabel " + gnuplot_quoted(chart.y_label) + "\n";
+  script += "set yrange " + range_to_max(chart, false) + "\n";
+  if (right_axis) {
+    script += "set y2label " + gnuplot_quoted(chart.y2_label) + "\n";
+    script += "set ytics nomirror\nset y2tics\n";
+    script += "set y2range " + range_to_max(chart, true) + "\n";
+  }
+  script += "set datafile separator \"\\t\"\n";
+  script += "set key below horizontal\n";
+  script += "set grid xtics ytics\n";
+  for (std::size_t i = 0; i < chart.marks.size(); ++i) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%.6g", chart.marks[i].first);
+    script += "set arrow from " + std::string(at) + ", graph 0 to " + at +
+              ", graph 1 nohead dt 2 lc rgb '#555555'\n";
+    // Alternate rows, so that the labels of marks close together do not overprint.
+    script += "set label " + gnuplot_quoted(chart.marks[i].second) + " at " + at +
+              ", graph 1 offset 0.4," + (i % 2 ? "-2" : "-1") + " left textcolor rgb '#555555'\n";
+  }
+  script += "$data << EOD\n" + line_datablock(chart) + "EOD\n";
+  script += "plot " + line_clauses(chart) + "\n";
+  return run_gnuplot(script, png_path);
 }
 
 }  // namespace bench

@@ -14,11 +14,12 @@ const experiment& latency_experiment();
 const experiment& unbalanced_experiment();
 const experiment& pc_experiment();
 const experiment& idle_experiment();
+const experiment& elastic_experiment();
 
 inline std::vector<const experiment*> all_experiments() {
   return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
           &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
-          &idle_experiment()};
+          &idle_experiment(),    &elastic_experiment()};
 }
 
 }  // namespace bench
