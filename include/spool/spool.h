@@ -154,6 +154,53 @@ int spool_worker_index(void);
 /* A static English description of a SPOOL_E* code. */
 const char *spool_strerror(int code);
 
+/* ---- task groups ---- */
+
+/* A set of tasks on one pool that can be waited for and cancelled together (spool::task_group
+ * in C++; see spool/task_group.hpp for the full semantics). A nested group's tasks count in
+ * its parent too: waiting on the parent waits for them, and cancelling the parent cancels the
+ * nested group. A group must be destroyed before its pool. Waiting on or destroying a group
+ * from one of its own tasks waits for itself and never returns. */
+typedef struct spool_group spool_group;
+
+/* Creates a group on pool, nested in parent if parent is not NULL (parent must be on the same
+ * pool, else SPOOL_EINVAL). On failure *out is NULL. */
+int spool_group_create(spool_pool *pool, spool_group *parent, spool_group **out);
+
+/* Queues fn(arg) as a task of the group, like spool_submit_ex (same errors; a refused task
+ * leaves the group's counts unchanged and arg with the caller). If the group is cancelled
+ * before the task starts, or the pool drops it, on_cancel(arg) is called instead of fn (from
+ * the thread that skips or drops it; on_cancel may be NULL). From a worker of the pool it
+ * never blocks. */
+int spool_group_submit(spool_group *group, void (*fn)(void *), void *arg,
+                       void (*on_cancel)(void *));
+
+/* Waits until no task of the group (or of a group nested in it) is pending; timeout_ms < 0
+ * waits forever. On a worker of the group's pool it runs other tasks meanwhile. Returns
+ * SPOOL_OK, SPOOL_ECANCELED if the group is cancelled (spool_group_cancel on it or an ancestor,
+ * or the pool dropped one of its tasks), or SPOOL_ETIMEDOUT if tasks are still pending. */
+int spool_group_wait(spool_group *group, long timeout_ms);
+
+/* Tasks of the group (and of groups nested in it) that have not started are skipped, their
+ * on_cancel hooks called; tasks submitted later are skipped too. Returns at once. */
+int spool_group_cancel(spool_group *group);
+
+/* 1 if the group is cancelled (see spool_group_wait), 0 if not, SPOOL_EINVAL for NULL. */
+int spool_group_is_cancelled(const spool_group *group);
+
+/* Sets the callback told of each drain: cb(status, arg), with status SPOOL_OK or
+ * SPOOL_ECANCELED, each time the group's pending count drops to zero after a task finished,
+ * from the thread that finished the last one. It returns before spool_group_wait for that
+ * drain returns; calls never overlap. cb NULL removes the callback. cb must not wait on,
+ * destroy or set the callback of its own group. */
+int spool_group_on_finished(spool_group *group, void (*cb)(int status, void *arg), void *arg);
+
+/* Waits for the group's pending tasks as spool_group_wait does, then frees the group. A nested
+ * group may outlive its parent. */
+int spool_group_destroy(spool_group *group);
+
+/* ---- task groups ---- */
+
 #ifdef __cplusplus
 }
 #endif
