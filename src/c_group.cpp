@@ -91,12 +91,19 @@ int spool_group_create(spool_pool* pool, spool_group* parent, spool_group** out)
   return SPOOL_OK;
 }
 
-int spool_group_submit(spool_group* group, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
+int spool_group_submit_priority(spool_group* group, int priority, void (*fn)(void*), void* arg,
+                                void (*on_cancel)(void*)) {
   if (group == nullptr || fn == nullptr) return SPOOL_EINVAL;
+  if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
   spool::detail::group_state& g = spool::detail::group_access::state(*group);
   auto* t = new (std::nothrow) spool::detail::c_group_task(g, fn, arg, on_cancel);
   if (t == nullptr) return SPOOL_ENOMEM;
-  return spool::detail::to_c(spool::detail::group_submit(g, t, spool::priority::normal));
+  return spool::detail::to_c(
+      spool::detail::group_submit(g, t, static_cast<spool::priority>(priority)));
+}
+
+int spool_group_submit(spool_group* group, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
+  return spool_group_submit_priority(group, SPOOL_PRIORITY_NORMAL, fn, arg, on_cancel);
 }
 
 int spool_group_wait(spool_group* group, long timeout_ms) {

@@ -175,6 +175,10 @@ int spool_group_create(spool_pool *pool, spool_group *parent, spool_group **out)
 int spool_group_submit(spool_group *group, void (*fn)(void *), void *arg,
                        void (*on_cancel)(void *));
 
+/* As spool_group_submit, at a priority (spool_priority); SPOOL_EINVAL for another value. */
+int spool_group_submit_priority(spool_group *group, int priority, void (*fn)(void *), void *arg,
+                                void (*on_cancel)(void *));
+
 /* Waits until no task of the group (or of a group nested in it) is pending; timeout_ms < 0
  * waits forever. On a worker of the group's pool it runs other tasks meanwhile. Returns
  * SPOOL_OK, SPOOL_ECANCELED if the group is cancelled (spool_group_cancel on it or an ancestor,

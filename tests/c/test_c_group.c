@@ -137,6 +137,9 @@ static void test_invalid_arguments(void) {
   CHECK(out == NULL);
   CHECK_EQ(spool_group_submit(NULL, noop, NULL, NULL), SPOOL_EINVAL);
   CHECK_EQ(spool_group_submit(g, NULL, NULL, NULL), SPOOL_EINVAL);
+  CHECK_EQ(spool_group_submit_priority(NULL, SPOOL_PRIORITY_HIGH, noop, NULL, NULL), SPOOL_EINVAL);
+  CHECK_EQ(spool_group_submit_priority(g, 3, noop, NULL, NULL), SPOOL_EINVAL);
+  CHECK_EQ(spool_group_submit_priority(g, -1, noop, NULL, NULL), SPOOL_EINVAL);
   CHECK_EQ(spool_group_wait(NULL, -1), SPOOL_EINVAL);
   CHECK_EQ(spool_group_wait(NULL, 0), SPOOL_EINVAL);
   CHECK_EQ(spool_group_cancel(NULL), SPOOL_EINVAL);
@@ -179,6 +182,53 @@ static void test_submit_wait_and_on_finished(void) {
   CHECK_EQ(spool_group_destroy(g), SPOOL_OK);
   CHECK_EQ(spool_destroy(pool), SPOOL_OK);
   tally_destroy(&t);
+}
+
+/* Group tasks at each priority: with the one worker held, high runs before normal before low. */
+typedef struct {
+  pthread_mutex_t mu;
+  int order[3];
+  int n;
+} order_t;
+typedef struct {
+  order_t *o;
+  int level;
+} level_arg_t;
+static void record_level(void *arg) {
+  level_arg_t *a = (level_arg_t *)arg;
+  pthread_mutex_lock(&a->o->mu);
+  a->o->order[a->o->n++] = a->level;
+  pthread_mutex_unlock(&a->o->mu);
+}
+static void test_priorities(void) {
+  spool_config cfg;
+  spool_config_init(&cfg);
+  cfg.threads = 1;
+  cfg.aging_ms = 0;
+  spool_pool *pool = NULL;
+  CHECK_EQ(spool_create(&cfg, &pool), SPOOL_OK);
+  spool_group *g = NULL;
+  CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
+  order_t o;
+  pthread_mutex_init(&o.mu, NULL);
+  o.n = 0;
+  level_arg_t args[3] = {{&o, SPOOL_PRIORITY_LOW}, {&o, SPOOL_PRIORITY_NORMAL}, {&o, SPOOL_PRIORITY_HIGH}};
+  hold_t h;
+  hold_init(&h);
+  CHECK_EQ(spool_group_submit(g, hold_task, &h, NULL), SPOOL_OK);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(spool_group_submit_priority(g, args[i].level, record_level, &args[i], NULL), SPOOL_OK);
+  }
+  hold_release(&h);
+  CHECK_EQ(spool_group_wait(g, -1), SPOOL_OK);
+  CHECK_EQ(o.n, 3);
+  CHECK_EQ(o.order[0], SPOOL_PRIORITY_HIGH);
+  CHECK_EQ(o.order[1], SPOOL_PRIORITY_NORMAL);
+  CHECK_EQ(o.order[2], SPOOL_PRIORITY_LOW);
+  hold_destroy(&h);
+  pthread_mutex_destroy(&o.mu);
+  CHECK_EQ(spool_group_destroy(g), SPOOL_OK);
+  CHECK_EQ(spool_destroy(pool), SPOOL_OK);
 }
 
 /* A timed wait times out while the group's task is held, and succeeds once it is released. */
@@ -360,6 +410,7 @@ int main(void) {
   test_invalid_arguments();
   test_submit_wait_and_on_finished();
   test_wait_timeout();
+  test_priorities();
   test_cancel_calls_on_cancel();
   test_nested_groups();
   test_group_inside_a_task();
