@@ -102,6 +102,23 @@ int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), voi
   return to_c(pool->core.submit(t, static_cast<spool::priority>(priority)));
 }
 
+int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, size_t n,
+                      size_t* accepted) {
+  if (accepted != nullptr) *accepted = 0;
+  if (pool == nullptr || fn == nullptr || (args == nullptr && n != 0)) return SPOOL_EINVAL;
+  struct batch {
+    void (*fn)(void*);
+    void* const* args;
+  } b{fn, args};
+  auto make = [](void* context, std::size_t i) noexcept -> spool::detail::task* {
+    auto* bb = static_cast<batch*>(context);
+    return new (std::nothrow) c_task(bb->fn, bb->args[i], nullptr);
+  };
+  const spool::bulk_result r = pool->core.submit_bulk(n, make, &b);
+  if (accepted != nullptr) *accepted = r.accepted;
+  return to_c(r.error);
+}
+
 int spool_submit_ex(spool_pool* pool, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
   return spool_submit_priority(pool, SPOOL_PRIORITY_NORMAL, fn, arg, on_cancel);
 }

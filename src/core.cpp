@@ -136,6 +136,72 @@ std::error_code core::submit(task* t, priority p) noexcept {
   return refuse(nullptr, t, err);
 }
 
+bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
+                              void* context) noexcept {
+  bulk_result r;
+  if (n == 0) return r;
+  worker* w = current_worker();
+  const bool own = w != nullptr && &w->owner == this;
+  producer_slot* slot = own ? nullptr : slots_.mine();
+  if (!own && slot == nullptr) {
+    // Through the injector (a bounded pool, or more outside threads than slots): each task
+    // meets the bound and the policy on its own.
+    for (; r.accepted < n; ++r.accepted) {
+      task* t = make(context, r.accepted);
+      if (t == nullptr) {
+        r.error = errc::no_memory;
+        break;
+      }
+      if ((r.error = submit(t))) break;
+    }
+    return r;
+  }
+
+  auto add = [](std::atomic<std::uint64_t>& c, std::uint64_t delta) {
+    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+  };
+  // Counted for the whole batch before any task is visible (quiescence, as in submit()); what
+  // does not go in is uncounted at the end. For a slot, the closed check follows the count
+  // with a full barrier, once for the batch (see submit_to_slot).
+  if (own) {
+    tally(w, &counters::submitted, n);
+    if (discarding_.load(std::memory_order_acquire)) r.error = errc::shut_down;
+  } else {
+    add(slot->entered, n);
+    if (closed_after_barrier()) r.error = errc::shut_down;
+  }
+  ws_deque& deque = own ? w->deque : slot->deque;
+  while (!r.error && r.accepted < n) {
+    task* t = make(context, r.accepted);
+    if (t == nullptr) {
+      r.error = errc::no_memory;
+      break;
+    }
+    try {
+      deque.push(t);
+    } catch (...) {
+      t->destroy();
+      r.error = errc::no_memory;
+      break;
+    }
+    ++r.accepted;
+  }
+  if (const std::uint64_t refused = n - r.accepted; refused != 0) {
+    rejected_.fetch_add(refused, std::memory_order_relaxed);
+    if (own) {
+      tally(w, &counters::submitted, 0 - refused);
+    } else {
+      add(slot->entered, 0 - refused);
+    }
+    notify_idle_waiters();  // the undone count may be what makes the pool quiescent
+  }
+  if (r.accepted != 0) {
+    if (!own) add(slot->accepted, r.accepted);
+    parker_.notify_one();  // the woken worker passes the baton on (wake_for_surplus)
+  }
+  return r;
+}
+
 std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   auto add = [](std::atomic<std::uint64_t>& c, std::uint64_t delta) {
     c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);

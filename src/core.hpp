@@ -97,6 +97,10 @@ class core {
   // Takes ownership of t: it is queued, run (caller_runs), or destroyed (refused).
   std::error_code submit(task* t, priority p = priority::normal) noexcept;
 
+  // Submits n tasks made by make(context, i), in order, stopping at the first that cannot be
+  // made (null: no_memory) or is refused. See pool::try_post_bulk.
+  bulk_result submit_bulk(std::size_t n, task* (*make)(void*, std::size_t), void* context) noexcept;
+
   std::error_code wait_idle() noexcept;
   void close() noexcept;
   // errc::would_deadlock from one of this pool's workers; otherwise joins.

@@ -1,6 +1,7 @@
 // pool.cpp: spool::pool, the C++ face of detail::core.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "core.hpp"
 #include "spool/spool.hpp"
@@ -19,6 +20,17 @@ pool::~pool() {
 }
 
 std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
+
+bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
+                               void* context) noexcept {
+  return core_->submit_bulk(n, make, context);
+}
+
+void pool::throw_if_partial(const bulk_result& r) {
+  if (!r.error) return;
+  throw error(static_cast<errc>(r.error.value()),
+              "spool: bulk submission stopped after " + std::to_string(r.accepted) + " tasks");
+}
 
 void pool::wait_idle() { throw_if_error(core_->wait_idle()); }
 

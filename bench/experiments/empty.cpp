@@ -24,6 +24,16 @@ sample fire_and_forget(P& peer, std::uint64_t n) {
   return {static_cast<double>(n) / s, {}};
 }
 
+// The same with spool's bulk-submit API (pool.post_n): a row of its own beside spool's.
+sample fire_and_forget_bulk(spool_peer& peer, std::uint64_t n) {
+  task_tally::reset();
+  const auto t0 = steady::now();
+  peer.run_and_wait([&] { peer.post_n(n, [](std::size_t) { task_tally::hit(); }); });
+  const double s = seconds_since(t0);
+  check(task_tally::total() == n, "spool: empty bulk fire-and-forget lost tasks");
+  return {static_cast<double>(n) / s, {}};
+}
+
 template <class P>
 sample futures_kept(P& peer, std::uint64_t n) {
   using future_type = decltype(peer.submit([] { return 1; }));
@@ -54,6 +64,11 @@ void run(const options& o, results& out) {
                            return fire_and_forget(p, n);
                          })};
       });
+      if (o.wants_peer(spool_peer::name)) {
+        cs.push_back(contender{ff, "spool post_n", {}, fresh_run<spool_peer>(threads, [n](spool_peer& p) {
+                                 return fire_and_forget_bulk(p, n);
+                               })});
+      }
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
         if constexpr (!P::no_future.empty()) {
           return not_available(kept, P::name, P::no_future);
@@ -74,8 +89,9 @@ const experiment& empty_experiment() {
   static const experiment e{
       "empty",
       "Eff_ThreadPool's benchmark: the main thread submits N empty tasks, then waits for all.",
-      "Two variants: fire-and-forget (spool: pool.post, then wait_idle) and futures kept (spool:\n"
-      "pool.submit for every task, then get() on each). Metric: tasks/s from the first submission\n"
+      "Two variants: fire-and-forget (spool: pool.post, then wait_idle; and a row 'spool post_n'\n"
+      "for the bulk-submit API) and futures kept (spool: pool.submit for every task, then get()\n"
+      "on each). Metric: tasks/s from the first submission\n"
       "to the end of the wait, on a pool created and warmed up beforehand.\n"
       "\n"
       "options:\n"

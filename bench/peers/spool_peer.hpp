@@ -3,6 +3,7 @@
 
 #include <spool/spool.hpp>
 
+#include <cstddef>
 #include <string_view>
 #include <utility>
 
@@ -23,6 +24,11 @@ class spool_peer {
   template <class F>
   void post(F&& f) {
     pool_.post(std::forward<F>(f));
+  }
+  // spool's bulk submission: n tasks calling f(i), one wake-up for the batch.
+  template <class F>
+  void post_n(std::size_t n, const F& f) {
+    pool_.post_n(n, f);
   }
   template <class F>
   void run_and_wait(F&& f) {

@@ -123,6 +123,13 @@ int spool_submit(spool_pool *pool, void (*fn)(void *), void *arg);
  * called (from the thread that drops it) instead of fn. on_cancel may be NULL. */
 int spool_submit_ex(spool_pool *pool, void (*fn)(void *), void *arg, void (*on_cancel)(void *));
 
+/* Queues fn(args[0]) ... fn(args[n-1]) as n tasks (a bulk submission: from outside an
+ * unbounded pool, or from a worker, one shutdown check and one wake-up for the batch). Stops
+ * at the first refusal and returns its code; *accepted (may be NULL) receives how many were
+ * queued, a prefix of args. */
+int spool_submit_bulk(spool_pool *pool, void (*fn)(void *), void *const *args, size_t n,
+                      size_t *accepted);
+
 /* As spool_submit_ex, at a priority (spool_priority). */
 int spool_submit_priority(spool_pool *pool, int priority, void (*fn)(void *), void *arg,
                           void (*on_cancel)(void *));

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -132,6 +133,14 @@ struct stats {
   std::uint64_t grown_for_blocking = 0;  // of threads_started: compensating a blocking_region
 };
 
+// What a bulk submission did: the first `accepted` tasks were taken; `error` says why the rest
+// (if any) were not. The callable whose submission was refused has been destroyed (it was
+// already in its task); those after it are untouched.
+struct bulk_result {
+  std::size_t accepted = 0;
+  std::error_code error;
+};
+
 class pool {
  public:
   explicit pool(config cfg = {});
@@ -185,6 +194,49 @@ class pool {
     return enqueue(t, p);
   }
 
+  // Bulk submission, fire and forget: one task per element of [first, last) (each a callable
+  // taking no arguments, moved into its task), or n tasks calling f(i) for i in [0, n). From
+  // a thread outside an unbounded pool, or from a worker, the batch pays for one shutdown
+  // check and one wake-up instead of one per task; elsewhere (a bounded queue) the tasks go
+  // in one by one with the usual policy. Stops at the first refusal (see bulk_result).
+  template <std::forward_iterator It>
+  [[nodiscard]] bulk_result try_post_bulk(It first, It last) noexcept {
+    using F = std::decay_t<std::iter_reference_t<It>>;
+    auto make = [](void* at, std::size_t) noexcept -> detail::task* {
+      It& it = *static_cast<It*>(at);
+      try {
+        auto* t = new detail::post_task<F>(std::move(*it));
+        ++it;
+        return t;
+      } catch (...) {
+        return nullptr;
+      }
+    };
+    return enqueue_bulk(static_cast<std::size_t>(std::distance(first, last)), make, &first);
+  }
+  template <class F>
+  [[nodiscard]] bulk_result try_post_n(std::size_t n, const F& f) noexcept {
+    auto make = [](void* fn, std::size_t i) noexcept -> detail::task* {
+      const F& g = *static_cast<const F*>(fn);
+      try {
+        return new detail::post_task<call_with_index<F>>(call_with_index<F>{g, i});
+      } catch (...) {
+        return nullptr;
+      }
+    };
+    return enqueue_bulk(n, make, const_cast<void*>(static_cast<const void*>(&f)));
+  }
+  // As above; throws spool::error if not every task was accepted (the first
+  // bulk_result::accepted were; the message says how many).
+  template <std::forward_iterator It>
+  void post_bulk(It first, It last) {
+    throw_if_partial(try_post_bulk(first, last));
+  }
+  template <class F>
+  void post_n(std::size_t n, const F& f) {
+    throw_if_partial(try_post_n(n, f));
+  }
+
   // Blocks until no task is queued or running. The pool stays usable.
   void wait_idle();
 
@@ -213,6 +265,16 @@ class pool {
     };
   }
   std::error_code enqueue(detail::task* t, priority p = priority::normal) noexcept;
+  bulk_result enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
+                           void* context) noexcept;
+  static void throw_if_partial(const bulk_result& r);
+
+  template <class F>
+  struct call_with_index {
+    F fn;
+    std::size_t index;
+    void operator()() { fn(index); }
+  };
   static void throw_if_error(std::error_code ec) {
     if (ec) throw error(static_cast<errc>(ec.value()));
   }
