@@ -1,8 +1,12 @@
 // quicksort: tpool's experiment. N ints filled descending (a[i] = N - i), a median-of-three
 // quicksort whose halves become tasks down to a cutoff, against the same quicksort on one
-// thread and std::sort, all in the same run.
+// thread and std::sort, all in the same run; and spool's own spool::parallel_sort.
+#include <spool/parallel.hpp>
+#include <spool/spool.hpp>
+
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "experiments/experiments.hpp"
@@ -23,6 +27,34 @@ sample timed_sort(std::vector<int>& data, std::string_view who, Sort&& sort) {
   check(quicksort::sorted_1_to_n(data), std::string(who) + ": quicksort left the array unsorted");
   return {s, {}};
 }
+
+// A spool::pool set up as the spool peer's (peers/spool_peer.hpp), with the pool itself in
+// reach so that the parallel_sort row can call the library's algorithm on it. The calling
+// thread stays outside the pool, as for the peer: only the N workers sort.
+class spool_algorithms {
+ public:
+  explicit spool_algorithms(unsigned threads) : pool_(make_config(threads)) {}
+
+  template <class F>
+  void post(F&& f) {
+    pool_.post(std::forward<F>(f));
+  }
+  template <class F>
+  void run_and_wait(F&& f) {
+    f();
+    pool_.wait_idle();
+  }
+  spool::pool& pool() noexcept { return pool_; }
+
+ private:
+  static spool::config make_config(unsigned threads) {
+    spool::config cfg;
+    cfg.threads = threads;
+    cfg.name = "bench";
+    return cfg;
+  }
+  spool::pool pool_;
+};
 
 // Adds speedup over the two single-threaded baselines to every row of the point.
 void add_speedups(std::vector<row>& rows, const std::string& serial, const std::string& std_sort) {
@@ -61,6 +93,19 @@ void run(const options& o, results& out) {
     cs.push_back({"1 thread " + size, std_sort, {}, [&] {
                     return timed_sort(data, std_sort, [&] { std::sort(data.begin(), data.end()); });
                   }});
+    // spool's parallel_sort (parallel splits at the top, then tasks down to leaves of its own
+    // choosing; --cutoff does not apply), called from outside the pool: its first task is the
+    // root, as for the rows below.
+    if (o.wants_peer(spool_peer::name)) {
+      cs.push_back({"parallel_sort " + size,
+                    std::string(spool_peer::name),
+                    {},
+                    fresh_run<spool_algorithms>(threads, [&](spool_algorithms& s) {
+                      return timed_sort(data, "spool parallel_sort", [&] {
+                        spool::parallel_sort(s.pool(), data.begin(), data.end());
+                      });
+                    })});
+    }
     const std::string fj = "fork-join " + size, posted = "post-halves " + size;
     // Fork/join: each task waits for the half it handed off.
     append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
@@ -103,8 +148,11 @@ const experiment& quicksort_experiment() {
       "tasks: fork-join (the left half is a task its parent waits for; peers that cannot wait\n"
       "inside a task are n/a) and post-halves (tpool's way: both halves posted, the main thread\n"
       "waits for the whole tree). Baselines in the same run: the same quicksort on one thread,\n"
-      "and std::sort. The root call is itself a task. Metric: seconds (fill and check excluded),\n"
-      "with speedup over std::sort and over the serial quicksort; the result is checked.\n"
+      "and std::sort. The root call is itself a task. Also the library's own algorithm,\n"
+      "spool::parallel_sort, on spool's pool (variant parallel_sort): its top splits are\n"
+      "themselves parallel, and it picks its own cutoff. Metric: seconds (fill and check\n"
+      "excluded), with speedup over std::sort and over the serial quicksort; the result is\n"
+      "checked.\n"
       "\n"
       "options:\n"
       "  --n COUNT     array size (default 100000000; --quick 10000000; --tiny 200000;\n"
