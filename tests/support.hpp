@@ -3,9 +3,11 @@
 
 #include <spool/spool.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <latch>
 #include <system_error>
+#include <utility>
 
 namespace spool_test {
 
@@ -43,5 +45,21 @@ inline void hold_workers(spool::pool& p, std::latch& started, std::latch& releas
   }
   started.wait();
 }
+
+// Counts its own destruction, once however often it is moved: a callable holding one proves
+// that the pool released that callable exactly once, whether it ran, was skipped, dropped or
+// refused.
+class release_counter {
+ public:
+  explicit release_counter(std::atomic<int>& n) : n_(&n) {}
+  release_counter(release_counter&& other) noexcept : n_(std::exchange(other.n_, nullptr)) {}
+  release_counter& operator=(release_counter&&) = delete;
+  ~release_counter() {
+    if (n_ != nullptr) ++*n_;
+  }
+
+ private:
+  std::atomic<int>* n_;
+};
 
 }  // namespace spool_test

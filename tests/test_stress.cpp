@@ -21,7 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
+
+using spool_test::release_counter;
 
 int iterations(int base) {
   double scale = 1.0;
@@ -37,21 +41,6 @@ spool::config pool_config(unsigned threads, std::size_t capacity = 0, unsigned s
   cfg.spin_rounds = spin_rounds;
   return cfg;
 }
-
-// Counts its own destruction, once however often it is moved: a callable holding one proves
-// that the pool released that callable exactly once, whether it ran, was dropped or refused.
-class release_counter {
- public:
-  explicit release_counter(std::atomic<int>& n) : n_(&n) {}
-  release_counter(release_counter&& other) noexcept : n_(std::exchange(other.n_, nullptr)) {}
-  release_counter& operator=(release_counter&&) = delete;
-  ~release_counter() {
-    if (n_ != nullptr) ++*n_;
-  }
-
- private:
-  std::atomic<int>* n_;
-};
 
 // What happened to the tasks of one iteration. Every attempt gets an id; runs[id] counts how
 // often that task ran, so a task run twice is caught directly.
@@ -366,10 +355,20 @@ TEST(Stress, SpawnStormRunsEachChildOnce) {
   spool::pool p{pool_config(3)};
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::atomic<int>> runs(children);
+    std::atomic<bool> stolen{false};
     p.submit([&] {
+       const int spawner = spool::this_worker_index();
        std::vector<spool::future<void>> fs;
        fs.reserve(children);
-       for (int i = 0; i < children; ++i) fs.push_back(p.submit([&runs, i] { ++runs[i]; }));
+       for (int i = 0; i < children; ++i) {
+         fs.push_back(p.submit([&runs, &stolen, spawner, i] {
+           ++runs[i];
+           if (spool::this_worker_index() != spawner && !stolen.exchange(true)) stolen.notify_one();
+         }));
+       }
+       // Until another worker has stolen a child, this one does not pop (a loaded machine could
+       // otherwise let it run every child itself); then the owner's pops race the thieves.
+       stolen.wait(false);
        for (auto& f : fs) f.get();
      }).get();
     int wrong = 0;

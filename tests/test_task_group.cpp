@@ -31,21 +31,6 @@ using namespace spool_test;
 using spool::group_status;
 using spool::task_group;
 
-// Counts its own destruction, once however often it is moved: a callable holding one proves
-// that it was released exactly once, whether it ran, was skipped or was dropped.
-class release_counter {
- public:
-  explicit release_counter(std::atomic<int>& n) : n_(&n) {}
-  release_counter(release_counter&& other) noexcept : n_(std::exchange(other.n_, nullptr)) {}
-  release_counter& operator=(release_counter&&) = delete;
-  ~release_counter() {
-    if (n_ != nullptr) ++*n_;
-  }
-
- private:
-  std::atomic<int>* n_;
-};
-
 // Records every on_finished call: how many, and the last status and exception.
 struct drain_log {
   std::mutex mu;

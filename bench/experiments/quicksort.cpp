@@ -28,34 +28,6 @@ sample timed_sort(std::vector<int>& data, std::string_view who, Sort&& sort) {
   return {s, {}};
 }
 
-// A spool::pool set up as the spool peer's (peers/spool_peer.hpp), with the pool itself in
-// reach so that the parallel_sort row can call the library's algorithm on it. The calling
-// thread stays outside the pool, as for the peer: only the N workers sort.
-class spool_algorithms {
- public:
-  explicit spool_algorithms(unsigned threads) : pool_(make_config(threads)) {}
-
-  template <class F>
-  void post(F&& f) {
-    pool_.post(std::forward<F>(f));
-  }
-  template <class F>
-  void run_and_wait(F&& f) {
-    f();
-    pool_.wait_idle();
-  }
-  spool::pool& pool() noexcept { return pool_; }
-
- private:
-  static spool::config make_config(unsigned threads) {
-    spool::config cfg;
-    cfg.threads = threads;
-    cfg.name = "bench";
-    return cfg;
-  }
-  spool::pool pool_;
-};
-
 // Adds speedup over the two single-threaded baselines to every row of the point.
 void add_speedups(std::vector<row>& rows, const std::string& serial, const std::string& std_sort) {
   double serial_s = 0, std_sort_s = 0;
@@ -100,9 +72,9 @@ void run(const options& o, results& out) {
       cs.push_back({"parallel_sort " + size,
                     std::string(spool_peer::name),
                     {},
-                    fresh_run<spool_algorithms>(threads, [&](spool_algorithms& s) {
+                    fresh_run<spool_peer>(threads, [&](spool_peer& s) {
                       return timed_sort(data, "spool parallel_sort", [&] {
-                        spool::parallel_sort(s.pool(), data.begin(), data.end());
+                        spool::parallel_sort(s.native(), data.begin(), data.end());
                       });
                     })});
     }

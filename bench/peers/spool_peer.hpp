@@ -50,6 +50,9 @@ class spool_peer {
     joined.get();  // runs other tasks until the child is done
   }
 
+  // The pool itself, for the library's algorithms (spool::parallel_sort in quicksort).
+  spool::pool& native() noexcept { return pool_; }
+
  private:
   static spool::config make_config(unsigned threads) {
     spool::config cfg;
