@@ -1,9 +1,11 @@
 // spool-demo: what `make run` shows until the server exists. tpool's experiment at a size that
 // suits a small machine: N ints filled descending, sorted by a recursive quicksort whose halves
 // are pool tasks (each task waits for the half it handed off, so the pool must help while
-// waiting), timed against the same quicksort on one thread and against std::sort.
+// waiting), timed against the same quicksort on one thread and against std::sort; then the
+// library's spool::parallel_sort on the same pool.
 //
 //   spool-demo [--n COUNT] [--threads T] [--cutoff C]
+#include <spool/parallel.hpp>
 #include <spool/spool.hpp>
 
 #include <algorithm>
@@ -126,10 +128,17 @@ int main(int argc, char** argv) {
   ok = ok && std::is_sorted(v.begin(), v.end());
   const spool::stats s = pool.statistics();
 
+  // The library's own sort partitions the top levels in parallel too (spool/parallel.hpp).
+  v = descending(o.n);
+  double t_parallel_sort = seconds([&] { spool::parallel_sort(pool, v.begin(), v.end()); });
+  ok = ok && std::is_sorted(v.begin(), v.end());
+
   std::printf("  std::sort, 1 thread        %8.3f s\n", t_std);
   std::printf("  quicksort, 1 thread        %8.3f s\n", t_serial);
   std::printf("  quicksort, spool %2u threads %8.3f s   speedup %.2fx over 1 thread\n", o.threads,
               t_pool, t_serial / t_pool);
+  std::printf("  spool::parallel_sort %2u thr %8.3f s   speedup %.2fx over std::sort\n", o.threads,
+              t_parallel_sort, t_std / t_parallel_sort);
   std::printf("  pool: %llu tasks, %llu stolen between workers\n",
               static_cast<unsigned long long>(s.completed),
               static_cast<unsigned long long>(s.stolen));
