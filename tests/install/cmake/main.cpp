@@ -1,7 +1,12 @@
-// Installed-package smoke test: find_package(spool) + spool::spool.
+// Installed-package smoke test: find_package(spool) + spool::spool, with every public C++
+// header (the pool, task groups, parallel algorithms) used from outside the source tree.
+#include <spool/parallel.hpp>
 #include <spool/spool.hpp>
+#include <spool/task_group.hpp>
 
+#include <atomic>
 #include <cstdio>
+#include <vector>
 
 int main() {
   spool::pool p{spool::config{.threads = 2}};
@@ -11,6 +16,24 @@ int main() {
     std::fprintf(stderr, "consumer: expected 42, got %d\n", v);
     return 1;
   }
-  std::puts("cmake consumer: OK (42)");
+
+  std::atomic<int> ran{0};
+  spool::task_group g{p};
+  for (int i = 0; i < 10; ++i) g.run([&ran] { ++ran; });
+  if (g.wait() != spool::group_status::completed || ran.load() != 10) {
+    std::fprintf(stderr, "consumer: task group ran %d of 10\n", ran.load());
+    return 1;
+  }
+
+  std::vector<int> xs(1000);
+  for (int i = 0; i < 1000; ++i) xs[static_cast<std::size_t>(i)] = 1000 - i;
+  spool::parallel_sort(p, xs.begin(), xs.end());
+  for (int i = 0; i < 1000; ++i) {
+    if (xs[static_cast<std::size_t>(i)] != i + 1) {
+      std::fputs("consumer: parallel_sort left the vector unsorted\n", stderr);
+      return 1;
+    }
+  }
+  std::puts("cmake consumer: OK (42, task group, parallel_sort)");
   return 0;
 }
