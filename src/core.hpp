@@ -121,6 +121,8 @@ class core {
 
   void report_exception(std::exception_ptr e) noexcept;
   parker& sleepers() noexcept { return parker_; }
+  // config::spin_rounds: how long idle workers, and threads waiting on a future, poll first.
+  unsigned spin_rounds() const noexcept { return cfg_.spin_rounds; }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
   // For tests.
   bool monitor_sleeping() const noexcept { return monitor_asleep_.load(std::memory_order_relaxed); }

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "core.hpp"
+#include "cpu_relax.hpp"
 #include "futex.hpp"
 
 namespace spool::detail {
@@ -61,6 +62,14 @@ bool state_base::wait_until(std::chrono::steady_clock::time_point deadline) noex
 }
 
 void state_base::wait_outside(const std::chrono::steady_clock::time_point* deadline) noexcept {
+  // Poll briefly before sleeping: a task that a spinning worker picks up finishes within a
+  // microsecond or so, and a futex sleep and wake-up costs several. Bounded by the pool's
+  // spin_rounds (4 pauses a round, a few microseconds at the default), and nothing at 0, so
+  // a pool configured not to spin keeps its waiters from spinning too.
+  for (unsigned round = 0, n = owner_->spin_rounds(); round < n; ++round) {
+    if (ready()) return;
+    for (int i = 0; i < 4; ++i) cpu_relax();
+  }
   std::uint32_t s = status_.load(std::memory_order_acquire);
   while ((s & k_ready) == 0) {
     if ((s & k_waited_outside) == 0) {

@@ -110,7 +110,10 @@ struct config {
   // task is counted in stats::failed. Runs on the worker that ran the task.
   std::function<void(std::exception_ptr)> on_exception = {};
   // Rounds an idle worker polls for work before it sleeps (each round is a few pause
-  // instructions and a look at the queues). 0 sleeps at once.
+  // instructions and a look at the queues), and a thread outside the pool polls a future
+  // before it sleeps on it. Polling buys round-trip latency with CPU time (spool-bench
+  // latency: sub-microsecond at about 1.9 cores with the default, several microseconds at
+  // about 1.1 cores with 0). 0 sleeps at once.
   unsigned spin_rounds = 64;
 };
 
