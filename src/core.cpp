@@ -46,6 +46,12 @@ std::uint32_t max_spinners_for(unsigned threads) {
   return std::max(1u, std::min(threads, cpus) / 2);
 }
 
+// Adds to a counter that only the calling thread writes: no read-modify-write. Release, so a
+// reader that sees a later count also sees what came before it (quiescent()).
+void add_owned(std::atomic<std::uint64_t>& c, std::uint64_t delta) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+}
+
 template <class Field>
 std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& outside,
                   Field field) {
@@ -157,9 +163,6 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     return r;
   }
 
-  auto add = [](std::atomic<std::uint64_t>& c, std::uint64_t delta) {
-    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
-  };
   // Counted for the whole batch before any task is visible (quiescence, as in submit()); what
   // does not go in is uncounted at the end. For a slot, the closed check follows the count
   // with a full barrier, once for the batch (see submit_to_slot).
@@ -167,7 +170,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     tally(w, &counters::submitted, n);
     if (discarding_.load(std::memory_order_acquire)) r.error = errc::shut_down;
   } else {
-    add(slot->entered, n);
+    add_owned(slot->entered, n);
     if (closed_after_barrier()) r.error = errc::shut_down;
   }
   ws_deque& deque = own ? w->deque : slot->deque;
@@ -191,25 +194,22 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     if (own) {
       tally(w, &counters::submitted, 0 - refused);
     } else {
-      add(slot->entered, 0 - refused);
+      add_owned(slot->entered, 0 - refused);
     }
     notify_idle_waiters();  // the undone count may be what makes the pool quiescent
   }
   if (r.accepted != 0) {
-    if (!own) add(slot->accepted, r.accepted);
+    if (!own) add_owned(slot->accepted, r.accepted);
     parker_.notify_one();  // the woken worker passes the baton on (wake_for_surplus)
   }
   return r;
 }
 
 std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
-  auto add = [](std::atomic<std::uint64_t>& c, std::uint64_t delta) {
-    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
-  };
   // Counted, then the closed check, with a full barrier between: close() sets the flag and
   // then reads these counts (wait_quiescent), so either we see the flag and back out, or the
   // shutdown sees our count and waits for the task, which the workers will find in the slot.
-  add(slot.entered, 1);
+  add_owned(slot.entered, 1);
   std::error_code why;
   if (closed_after_barrier()) {
     why = errc::shut_down;
@@ -223,11 +223,11 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   if (why) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     t->destroy();
-    add(slot.entered, ~std::uint64_t{0});  // minus one
+    add_owned(slot.entered, ~std::uint64_t{0});  // minus one
     notify_idle_waiters();
     return why;
   }
-  add(slot.accepted, 1);
+  add_owned(slot.accepted, 1);
   parker_.notify_one();
   return {};
 }
@@ -253,10 +253,9 @@ std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
 void core::tally(worker* w, std::atomic<std::uint64_t> counters::*field,
                  std::uint64_t delta) noexcept {
   if (w != nullptr) {
-    // Only w's thread writes its counters: no read-modify-write. Release, so a reader that
-    // sees a task counted as finished also sees it counted as submitted (quiescent()).
-    std::atomic<std::uint64_t>& c = w->stats.*field;
-    c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+    // Only w's thread writes its counters; a reader that sees a task counted as finished also
+    // sees it counted as submitted (quiescent()).
+    add_owned(w->stats.*field, delta);
   } else {
     (outside_.*field).fetch_add(delta, std::memory_order_seq_cst);
   }

@@ -116,11 +116,15 @@ task* core::find_task(worker& w) noexcept {
   // injector's normal level and stealing, then low. Aging lets a low task that has waited
   // cfg_.aging go ahead of normal work, and a run of high tasks that has lasted cfg_.aging
   // let one normal task through.
-  if (injector_.queued(priority::high) != 0) {
+  // One load of the injector's total first: a pool whose injector is empty (an unbounded pool
+  // using normal priority) pays nothing more for priorities on this path.
+  const bool injected = !injector_.empty();
+  if (injected && injector_.queued(priority::high) != 0) {
     if (task* t = take_high(w)) return t;
   }
   w.high_streak = false;
-  if (++w.searches % 64 == 0 && cfg_.aging.count() > 0 && injector_.queued(priority::low) != 0 &&
+  if (injected && ++w.searches % 64 == 0 && cfg_.aging.count() > 0 &&
+      injector_.queued(priority::low) != 0 &&
       std::chrono::steady_clock::now() - injector_.oldest_low() >= cfg_.aging) {
     if (task* t = injector_.pop(priority::low)) return t;
   }

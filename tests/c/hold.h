@@ -1,9 +1,13 @@
-/* hold.h: a task that holds its worker until released (mutex + condvar, no sleeps), for the C
- * tests that need work provably running or provably queued. */
+/* hold.h: the C tests' shared helpers: a task that holds its worker until released (mutex +
+ * condvar, no sleeps), for tests that need work provably running or provably queued, and a
+ * thread body that shuts a pool down with SPOOL_SHUTDOWN_DISCARD while the test waits. */
 #ifndef SPOOL_TESTS_C_HOLD_H
 #define SPOOL_TESTS_C_HOLD_H
 
+#include <spool/spool.h>
+
 #include <pthread.h>
+#include <stddef.h>
 
 typedef struct {
   pthread_mutex_t mu;
@@ -45,6 +49,19 @@ static inline void hold_release(hold_t *h) {
   h->released = 1;
   pthread_cond_broadcast(&h->cv);
   pthread_mutex_unlock(&h->mu);
+}
+
+typedef struct {
+  spool_pool *pool;
+  size_t dropped;
+  int rc;
+} shutdown_arg;
+
+/* pthread body: spool_shutdown(pool, DISCARD) into the shutdown_arg. */
+static inline void *shutdown_discard_thread(void *arg) {
+  shutdown_arg *a = (shutdown_arg *)arg;
+  a->rc = spool_shutdown(a->pool, SPOOL_SHUTDOWN_DISCARD, &a->dropped);
+  return NULL;
 }
 
 #endif /* SPOOL_TESTS_C_HOLD_H */

@@ -394,18 +394,6 @@ static void test_shutdown_refusals(void) {
   hold_destroy(&hold);
 }
 
-typedef struct {
-  spool_pool *pool;
-  size_t dropped;
-  int rc;
-} shutdown_arg;
-
-static void *shutdown_discard_thread(void *arg) {
-  shutdown_arg *a = arg;
-  a->rc = spool_shutdown(a->pool, SPOOL_SHUTDOWN_DISCARD, &a->dropped);
-  return NULL;
-}
-
 /* spool_shutdown(DISCARD) drops the queued tasks (not the running one) and calls each one's
  * on_cancel; it reports how many it dropped. The worker is released only after every hook ran,
  * so the count is exact. */

@@ -318,18 +318,6 @@ static void test_group_inside_a_task(void) {
   tally_destroy(&t);
 }
 
-typedef struct {
-  spool_pool *pool;
-  size_t dropped;
-  int rc;
-} shutdown_arg;
-
-static void *shutdown_discard(void *arg) {
-  shutdown_arg *a = arg;
-  a->rc = spool_shutdown(a->pool, SPOOL_SHUTDOWN_DISCARD, &a->dropped);
-  return NULL;
-}
-
 /* spool_shutdown(DISCARD) drops the group's queued tasks: each on_cancel runs, and the group's
  * waiter wakes with SPOOL_ECANCELED while the pool's one worker is still held. */
 static void test_shutdown_discard(void) {
@@ -347,7 +335,7 @@ static void test_shutdown_discard(void) {
   }
   shutdown_arg a = {pool, 0, -1};
   pthread_t stopper;
-  CHECK_EQ(pthread_create(&stopper, NULL, shutdown_discard, &a), 0);
+  CHECK_EQ(pthread_create(&stopper, NULL, shutdown_discard_thread, &a), 0);
   CHECK_EQ(spool_group_wait(g, -1), SPOOL_ECANCELED);
   CHECK_EQ(tally_get(&t, &t.cancelled), 15);
   hold_release(&h);
