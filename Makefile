@@ -1,6 +1,7 @@
 # spool -- top-level driver.
 #
-#   make run    install deps, build (release), run build/release/examples/spool-demo $(ARGS)
+#   make run    install deps, build (release), start spoold on http://127.0.0.1:8080/ $(ARGS)
+#   make demo   install deps, build (release), run build/release/examples/spool-demo $(ARGS)
 #   make test   install deps, then build + ctest in build/release (-Werror),
 #               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
 #               finally the install/consumer test (tests/install/run.sh)
@@ -46,11 +47,12 @@ banner = @printf '\n%s\n==> %s\n%s\n' \
 # $(call configure,dir,flags)
 configure = $(CMAKE) -S . -B $(1) -G "$(GENERATOR)" $(2)
 
-.PHONY: help deps run build test test-release tsan asan install-test format clean
+.PHONY: help deps run demo build test test-release tsan asan install-test format clean
 
 help:
 	@echo "spool make targets:"
-	@echo "  make run [ARGS=...]  install deps, build release, run examples/spool-demo"
+	@echo "  make run [ARGS=...]  install deps, build release, start spoold (port 8080, demo site)"
+	@echo "  make demo [ARGS=...] install deps, build release, run examples/spool-demo"
 	@echo "  make test            install deps; release + tsan + asan ctest; install test"
 	@echo "  make deps            install missing Debian packages (scripts/install-deps.sh)"
 	@echo "  make build           configure + build $(RELEASE_DIR)"
@@ -67,6 +69,13 @@ deps:
 
 # ----------------------------------------------------------------------------
 run: deps
+	$(call banner,Build: release ($(RELEASE_DIR)) -- spoold)
+	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
+	$(CMAKE) --build $(RELEASE_DIR) --target spoold
+	$(call banner,Run: $(RELEASE_DIR)/server/spoold $(ARGS)  (Ctrl-C stops it))
+	$(RELEASE_DIR)/server/spoold $(ARGS)
+
+demo: deps
 	$(call banner,Build: release ($(RELEASE_DIR)) -- spool-demo)
 	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
 	$(CMAKE) --build $(RELEASE_DIR) --target spool-demo

@@ -94,6 +94,34 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
   } else if (flag == "--trace") {
     if (value.empty()) usage_error(o, "--trace needs a file name");
     o.trace_file = value;
+  } else if (flag == "--concurrency") {
+    o.concurrency.clear();
+    for (const std::string& part : split(value)) {
+      o.concurrency.push_back(parse_count(o, flag, part));
+      if (o.concurrency.back() < 1 || o.concurrency.back() > 1'000'000)
+        usage_error(o, "--concurrency wants counts in 1..1000000");
+    }
+  } else if (flag == "--connection") {
+    o.connection_modes = split(value);
+    for (const std::string& m : o.connection_modes)
+      if (m != "keepalive" && m != "close")
+        usage_error(o, "--connection wants keepalive and/or close, not '" + m + "'");
+  } else if (flag == "--servers") {
+    o.servers = split(value);
+    for (const std::string& name : o.servers)
+      if (name != "spoold" && name != "nginx")
+        usage_error(o, "--servers wants spoold and/or nginx, not '" + name + "'");
+  } else if (flag == "--models") {
+    o.spoold_models = split(value);
+    for (const std::string& m : o.spoold_models)
+      if (m.empty()) usage_error(o, "--models wants spoold model names, e.g. epoll");
+  } else if (flag == "--spoold" || flag == "--root") {
+    if (value.empty()) usage_error(o, std::string(flag) + " needs a path");
+    (flag == "--spoold" ? o.spoold_path : o.site_root) = value;
+  } else if (flag == "--file") {
+    if (value.empty() || value.front() != '/')
+      usage_error(o, "--file wants a URL path starting with '/', not '" + value + "'");
+    o.url_path = value;
   }
 }
 

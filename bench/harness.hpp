@@ -38,6 +38,12 @@ struct options {
   std::optional<double> io_ms, io_ratio, keep_alive_ms;
   std::optional<std::uint64_t> pool_max_threads, primes_below;
   std::string trace_file;  // empty: the default place (see the elastic experiment's help)
+  // http: the load (wrk's connections, the Connection header), which servers, what they serve.
+  std::vector<std::uint64_t> concurrency;
+  std::vector<std::string> connection_modes;  // "keepalive", "close"
+  std::vector<std::string> servers;           // "spoold", "nginx"
+  std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
+  std::string spoold_path, site_root, url_path;
 
   template <class T>
   T by_size(T full, T quick, T tiny) const {

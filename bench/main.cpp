@@ -55,7 +55,10 @@ void print_usage(std::FILE* out) {
   for (const experiment* e : all_experiments())
     std::fprintf(out, "  %-11.*s %.*s\n", static_cast<int>(e->name.size()), e->name.data(),
                  static_cast<int>(e->summary.size()), e->summary.data());
-  std::fprintf(out, "  %-11s %s\n", "all", "every experiment in turn");
+  std::fprintf(out, "  %-11s %s\n", "all", "every experiment above in turn");
+  for (const experiment* e : standalone_experiments())
+    std::fprintf(out, "  %-11.*s %.*s (not in `all`)\n", static_cast<int>(e->name.size()),
+                 e->name.data(), static_cast<int>(e->summary.size()), e->summary.data());
   print_common_help(out);
 }
 
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
   std::vector<const experiment*> chosen;
   for (const experiment* e : all_experiments())
     if (name == "all" || e->name == name) chosen.push_back(e);
+  for (const experiment* e : standalone_experiments())
+    if (e->name == name) chosen.push_back(e);
   if (chosen.empty()) {
     std::fprintf(stderr, "spool-bench: unknown experiment '%s'\n\n", name.c_str());
     print_usage(stderr);

@@ -64,7 +64,8 @@ std::string datablock(const std::vector<const row*>& rows) {
   return data;
 }
 
-// A fixed colour per peer, so a peer looks the same in every chart.
+}  // namespace
+
 std::string colour_of(const std::string& peer) {
   static const std::pair<const char*, const char*> colours[] = {{"spool", "#d62728"},
                                                                 {"tbb_task_group", "#1f77b4"},
@@ -76,11 +77,15 @@ std::string colour_of(const std::string& peer) {
                                                                 {"spool (fixed)", "#8b0000"},
                                                                 {"serial quicksort", "#9467bd"},
                                                                 {"std::sort", "#8c564b"},
-                                                                {"serial fib", "#9467bd"}};
+                                                                {"serial fib", "#9467bd"},
+                                                                {"spoold", "#d62728"},
+                                                                {"nginx", "#2ca02c"}};
   for (const auto& [name, colour] : colours)
     if (peer == name) return colour;
   return "#bcbd22";
 }
+
+namespace {
 
 // One clause per peer column, in the datablock's column order.
 std::string plot_clauses(const std::vector<const row*>& rows) {
@@ -228,8 +233,10 @@ std::string line_clauses(const line_chart& chart) {
     const std::string column = std::to_string(i + 2);
     clauses += (i ? ", " : "") + std::string("$data using 1:") + column +
                (chart.series[i].on_right ? " axes x1y2" : "") + " title columnheader(" + column +
-               ") with lines lw 2 lc rgb '" + colours[i % std::size(colours)] + "'" +
-               (chart.series[i].dashed ? " dt 2" : "");
+               ") with " + (chart.points ? "linespoints pt 7" : "lines") + " lw 2 lc rgb '" +
+               (i < chart.colours.size() ? chart.colours[i]
+                                         : std::string(colours[i % std::size(colours)])) +
+               "'" + (chart.series[i].dashed ? " dt 2" : "");
   }
   return clauses;
 }
@@ -255,8 +262,9 @@ bool plot_lines(const line_chart& chart, const std::string& png_path) {
   const bool right_axis = std::any_of(chart.series.begin(), chart.series.end(),
                                       [](const auto& s) { return s.on_right; });
   std::string script = png_preamble(png_path, chart.title);
-  script += "set xlabel 'time (s)'\n";
+  script += "set xlabel " + gnuplot_quoted(chart.x_label) + "\n";
   script += "set autoscale xfix\n";
+  if (chart.log_x) script += "set logscale x\nset offsets graph 0.05, graph 0.05, 0, 0\n";
   script += "set ylabel " + gnuplot_quoted(chart.y_label) + "\n";
   script += "set yrange " + range_to_max(chart, false) + "\n";
   if (right_axis) {

@@ -19,6 +19,9 @@ std::string plot_path(const std::string& target, std::string_view experiment, bo
 std::string companion_path(const std::string& png_path, std::string_view suffix,
                            std::string_view extension);
 
+// A fixed colour per peer ("#rrggbb"), so a peer looks the same in every chart.
+std::string colour_of(const std::string& peer);
+
 // One PNG per experiment: a cluster of bars (one per peer) for each variant and thread count.
 // An experiment with more than one unit gets one file per unit (name suffixed with the unit).
 // Returns false, with a message on stderr, if gnuplot is missing or fails.
@@ -26,7 +29,8 @@ bool plot_experiment(const results& r, std::string_view experiment, const std::s
 
 // Samples over time: rows[i][0] is the time in seconds, rows[i][1 + k] the value of series[k].
 // Series with on_right set are drawn against the right-hand axis (a queue depth beside thread
-// counts). Marks are labelled vertical lines (the phases of a run).
+// counts). Marks are labelled vertical lines (the phases of a run). The x axis may be another
+// quantity (x_label, log_x: requests/s against concurrency), with a point marking each row.
 struct line_chart {
   struct series_spec {
     std::string name;
@@ -34,7 +38,11 @@ struct line_chart {
     bool dashed = false;  // to tell apart lines that often coincide
   };
   std::string title, y_label, y2_label;
+  std::string x_label = "time (s)";
+  bool log_x = false;
+  bool points = false;  // a mark at each row, for charts of a few measured points
   std::vector<series_spec> series;
+  std::vector<std::string> colours;  // "#rrggbb" per series, in order; missing: a fixed list
   std::vector<std::vector<double>> rows;
   std::vector<std::pair<double, std::string>> marks;  // (time s, label)
 };

@@ -30,6 +30,17 @@ PACKAGES=(
   libboost-dev   # Boost.Asio thread_pool (header-only)
   gnuplot-nox    # --plot PNG charts
   libbenchmark-dev  # Google Benchmark for bench/micro
+  # spoold: its stores, its tests (real Redis, SQLite, a browser, a fuzzer) and its benchmarks
+  libsqlite3-dev   # the embedded guestbook store
+  libhiredis-dev   # the Redis guestbook store
+  redis-server     # started by the integration tests on a free port
+  python3          # the integration tests (standard library only)
+  chromium         # headless browser tests of the guestbook and the dashboard
+  chromium-driver  # WebDriver for those tests
+  clang            # libFuzzer build of the request-parser fuzz target
+  wrk              # spool-bench http: the load generator
+  siege            # spool-bench siege: the paper's load generator
+  nginx            # spool-bench http: the reference server
 )
 # ===========================================================================
 

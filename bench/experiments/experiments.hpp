@@ -1,4 +1,5 @@
-// experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them.
+// experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them,
+// and those `all` leaves out.
 #pragma once
 
 #include <vector>
@@ -15,11 +16,16 @@ const experiment& unbalanced_experiment();
 const experiment& pc_experiment();
 const experiment& idle_experiment();
 const experiment& elastic_experiment();
+const experiment& http_experiment();
 
 inline std::vector<const experiment*> all_experiments() {
   return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
           &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
           &idle_experiment(),    &elastic_experiment()};
 }
+
+// Run only when named: they drive programs outside spool-bench (spoold, nginx, wrk) and take
+// minutes, so `all` (and its smoke test) leaves them out.
+inline std::vector<const experiment*> standalone_experiments() { return {&http_experiment()}; }
 
 }  // namespace bench

@@ -1,0 +1,71 @@
+#include "servers/nginx.hpp"
+
+#include <signal.h>
+
+#include <chrono>
+#include <stdexcept>
+
+namespace bench {
+
+std::string nginx_config(const nginx_settings& s, const std::string& dir, std::uint16_t port) {
+  // nginx's defaults except: what running unprivileged from `dir` needs (pid, logs, temp
+  // paths), no access log (spoold logs nothing by default either), sendfile and tcp_nopush as
+  // any static-file deployment has them, and keepalive_requests raised from 1000 so that a
+  // keep-alive run measures requests, not reconnections.
+  const std::string d = dir + "/";
+  std::string c;
+  c += "daemon off;\n";
+  c += "master_process on;\n";
+  c += "worker_processes " + std::to_string(s.workers) + ";\n";
+  c += "pid " + d + "nginx.pid;\n";
+  c += "error_log " + d + "error.log warn;\n";
+  c += "events {\n";
+  c += "  worker_connections " + std::to_string(s.worker_connections) + ";\n";
+  c += "  use epoll;\n";
+  c += "}\n";
+  c += "http {\n";
+  c += "  types {\n";
+  c += "    text/html html htm;\n";
+  c += "    text/css css;\n";
+  c += "    application/javascript js;\n";
+  c += "    application/json json;\n";
+  c += "    image/png png;\n";
+  c += "    image/svg+xml svg;\n";
+  c += "    image/x-icon ico;\n";
+  c += "  }\n";
+  c += "  default_type application/octet-stream;\n";
+  c += "  access_log off;\n";
+  c += "  sendfile on;\n";
+  c += "  tcp_nopush on;\n";
+  c += "  keepalive_timeout 65;\n";
+  c += "  keepalive_requests 100000;\n";
+  for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
+    c += "  " + std::string(temp) + "_temp_path " + d + temp + "_temp;\n";
+  c += "  server {\n";
+  c += "    listen 127.0.0.1:" + std::to_string(port) + " backlog=65535;\n";
+  c += "    root " + s.root + ";\n";
+  c += "  }\n";
+  c += "}\n";
+  return c;
+}
+
+std::unique_ptr<running_server> start_nginx(const nginx_settings& s) {
+  auto dir = std::make_unique<temp_dir>("spool-bench-nginx");
+  const std::uint16_t port = free_port();
+  const std::string conf = dir->file("nginx.conf");
+  write_file(conf, nginx_config(s, dir->path(), port));
+  // -e: the error log before the configuration is read (its default is under /var/log).
+  auto process = std::make_unique<child_process>(child_process::launch{
+      {s.binary, "-p", dir->path() + "/", "-c", conf, "-e", dir->file("error.log")},
+      dir->path(),
+      false,
+      false,
+      dir->file("stderr.log")});
+  wait_until_listening(*process, port, "nginx", dir->file("error.log"), std::chrono::seconds(10));
+  const std::string log = dir->file("error.log");
+  return std::make_unique<running_server>(
+      "nginx", std::move(dir), std::move(process), log, port,
+      running_server::stop_rule{SIGQUIT, std::chrono::seconds(15)});
+}
+
+}  // namespace bench

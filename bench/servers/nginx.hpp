@@ -1,0 +1,27 @@
+// nginx.hpp: nginx as the reference server, run as the current user from a configuration
+// written into a directory of its own (nothing needs root or /var).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "servers/running_server.hpp"
+
+namespace bench {
+
+struct nginx_settings {
+  std::string binary = "/usr/sbin/nginx";
+  std::string root;      // the static files
+  unsigned workers = 2;  // worker_processes
+  unsigned worker_connections = 20000;
+};
+
+// The whole nginx.conf: `dir` for the pid file, logs and temporary files.
+std::string nginx_config(const nginx_settings& s, const std::string& dir, std::uint16_t port);
+
+// Starts a master with its workers in the foreground (daemon off) on a free port and waits
+// until it accepts connections. Stopped with SIGQUIT (graceful: finish requests, then exit).
+std::unique_ptr<running_server> start_nginx(const nginx_settings& s);
+
+}  // namespace bench

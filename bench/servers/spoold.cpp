@@ -1,0 +1,60 @@
+#include "servers/spoold.hpp"
+
+#include <signal.h>
+
+#include <charconv>
+#include <chrono>
+#include <stdexcept>
+
+namespace bench {
+
+std::optional<std::uint16_t> listening_port(std::string_view line) {
+  constexpr std::string_view marker = "listening on http://";
+  const auto at = line.find(marker);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = line.substr(at + marker.size());
+  const auto colon = rest.find(':');
+  const auto slash = rest.find('/');
+  if (colon == std::string_view::npos || (slash != std::string_view::npos && slash < colon))
+    return std::nullopt;
+  unsigned port = 0;
+  const char* first = rest.data() + colon + 1;
+  const char* last = rest.data() + rest.size();
+  const auto [end, error] = std::from_chars(first, last, port);
+  if (error != std::errc() || end == first || port == 0 || port > 65535) return std::nullopt;
+  if (end != last && *end != '/') return std::nullopt;
+  return static_cast<std::uint16_t>(port);
+}
+
+std::unique_ptr<running_server> start_spoold(const spoold_settings& s) {
+  auto dir = std::make_unique<temp_dir>("spool-bench-spoold");
+  const std::string log = dir->file("stderr.log");
+  std::vector<std::string> argv{s.binary, "--port", "0", "--root", s.root};
+  if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
+  const std::string name = s.model.empty() ? "spoold" : "spoold --model " + s.model;
+  // stdout is a pipe for the startup line; with no access log (the default) spoold writes one
+  // more line at exit, far below what the pipe holds unread.
+  auto process =
+      std::make_unique<child_process>(child_process::launch{argv, dir->path(), true, false, log});
+
+  const auto deadline = child_process::clock::now() + std::chrono::seconds(10);
+  std::optional<std::uint16_t> port;
+  while (!port) {
+    const std::optional<std::string> line = process->read_line(deadline);
+    if (!line) {
+      const auto status = process->wait_until(child_process::clock::now());
+      const std::string what =
+          status ? name + " exited (" + status->describe() + ") without a startup line"
+                 : name + " printed no startup line within 10 s";
+      const std::string err = read_file(log);
+      throw std::runtime_error(err.empty() ? what : what + "; its stderr:\n" + err);
+    }
+    port = listening_port(*line);
+  }
+  wait_until_listening(*process, *port, name, log, std::chrono::seconds(10));
+  return std::make_unique<running_server>(
+      name, std::move(dir), std::move(process), log, *port,
+      running_server::stop_rule{SIGTERM, std::chrono::seconds(20)});
+}
+
+}  // namespace bench

@@ -1,0 +1,308 @@
+#include "app/metrics.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace spoold {
+namespace {
+
+constexpr int first_code = 100;
+constexpr int code_count = 500;  // 100..599
+
+// One thread's counters. Only its thread adds (relaxed: nothing is ordered by them); readers
+// sum every shard. A shard outlives its thread so no count is lost when a thread ends; a new
+// thread reuses a retired shard, so a thread-per-connection server does not grow without bound.
+struct alignas(64) shard {
+  std::array<std::atomic<std::uint64_t>, code_count> by_code{};
+  std::atomic<std::uint64_t> other_codes{0};  // outside 100..599 (never expected)
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::uint64_t> opened{0};
+  std::atomic<std::uint64_t> closed{0};
+  std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> store_errors{0};
+};
+
+void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+  c.fetch_add(n, std::memory_order_relaxed);
+}
+
+// The shards of one metrics object. Threads hold it weakly: a thread that ends after the
+// metrics object is gone has nothing to hand back.
+struct shard_registry {
+  std::mutex mu;
+  std::vector<std::unique_ptr<shard>> all;
+  std::vector<shard*> retired;  // shards whose thread has ended
+
+  shard* take() {
+    std::lock_guard lock(mu);
+    if (!retired.empty()) {
+      shard* s = retired.back();
+      retired.pop_back();
+      return s;
+    }
+    all.push_back(std::make_unique<shard>());
+    return all.back().get();
+  }
+};
+
+// A thread's shards, one per metrics object it has recorded into. Objects are told apart by a
+// never-reused id rather than their address, which a later object may get again.
+class thread_shards {
+ public:
+  thread_shards() = default;
+  thread_shards(const thread_shards&) = delete;
+  thread_shards& operator=(const thread_shards&) = delete;
+
+  ~thread_shards() {
+    for (entry& e : entries_) {
+      if (std::shared_ptr<shard_registry> reg = e.registry.lock()) {
+        std::lock_guard lock(reg->mu);
+        reg->retired.push_back(e.s);
+      }
+    }
+  }
+
+  shard* find(std::uint64_t id) {
+    for (entry& e : entries_) {
+      if (e.id == id) return e.s;
+    }
+    return nullptr;
+  }
+
+  shard* add(std::uint64_t id, const std::shared_ptr<shard_registry>& reg) {
+    // Entries for objects that no longer exist are dropped here, off the hot path.
+    std::erase_if(entries_, [](const entry& e) { return e.registry.expired(); });
+    shard* s = reg->take();
+    entries_.push_back(entry{id, s, reg});
+    return s;
+  }
+
+ private:
+  struct entry {
+    std::uint64_t id;
+    shard* s;
+    std::weak_ptr<shard_registry> registry;
+  };
+  std::vector<entry> entries_;
+};
+
+thread_local thread_shards this_thread_shards;
+std::atomic<std::uint64_t> next_metrics_id{1};
+
+std::uint64_t load(const std::atomic<std::uint64_t>& c) {
+  return c.load(std::memory_order_relaxed);
+}
+
+void append_u64(std::string& out, std::uint64_t v) {
+  char buf[24];
+  int n = std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+// One metric family with a single sample: "# HELP", "# TYPE", "name value".
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            std::uint64_t value) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += ' ';
+  append_u64(out, value);
+  out += '\n';
+}
+
+void json_field(std::string& out, std::string_view name, std::uint64_t value) {
+  out += '"';
+  out += name;
+  out += "\":";
+  append_u64(out, value);
+}
+
+}  // namespace
+
+struct metrics::impl {
+  std::uint64_t id = next_metrics_id.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<shard_registry> registry = std::make_shared<shard_registry>();
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  shard& mine() {
+    shard* s = this_thread_shards.find(id);
+    if (s == nullptr) s = this_thread_shards.add(id, registry);
+    return *s;
+  }
+
+  // Calls f(shard) for every shard, under the registry's lock (shards are only ever added).
+  template <class F>
+  void for_each(F&& f) const {
+    std::lock_guard lock(registry->mu);
+    for (const auto& s : registry->all) f(*s);
+  }
+};
+
+metrics::metrics() : impl_(new impl) {}
+metrics::~metrics() { delete impl_; }
+
+void metrics::record_response(int status, std::uint64_t bytes) noexcept {
+  shard& s = impl_->mine();
+  if (status >= first_code && status < first_code + code_count) {
+    bump(s.by_code[static_cast<std::size_t>(status - first_code)]);
+  } else {
+    bump(s.other_codes);
+  }
+  bump(s.bytes_sent, bytes);
+}
+
+void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
+void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
+void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
+void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
+
+metrics_snapshot metrics::snapshot() const {
+  metrics_snapshot out;
+  std::uint64_t opened = 0;
+  std::uint64_t closed = 0;
+  impl_->for_each([&](const shard& s) {
+    for (std::size_t i = 0; i < s.by_code.size(); ++i) {
+      std::uint64_t n = load(s.by_code[i]);
+      out.by_status[(i + first_code) / 100] += n;
+      out.requests += n;
+    }
+    out.requests += load(s.other_codes);
+    out.bytes_sent += load(s.bytes_sent);
+    opened += load(s.opened);
+    closed += load(s.closed);
+    out.connections_refused += load(s.refused);
+    out.store_errors += load(s.store_errors);
+  });
+  out.connections_accepted = opened;
+  // The shards are read one after another, so a close may be seen without its open.
+  out.connections_open = opened > closed ? opened - closed : 0;
+  return out;
+}
+
+std::uint64_t metrics::count_for(int status) const {
+  if (status < first_code || status >= first_code + code_count) return 0;
+  std::uint64_t n = 0;
+  auto i = static_cast<std::size_t>(status - first_code);
+  impl_->for_each([&](const shard& s) { n += load(s.by_code[i]); });
+  return n;
+}
+
+std::string metrics::prometheus(const spool::stats& pool) const {
+  std::array<std::uint64_t, code_count> codes{};
+  impl_->for_each([&](const shard& s) {
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] += load(s.by_code[i]);
+  });
+  metrics_snapshot snap = snapshot();
+
+  std::string out;
+  out.reserve(4096);
+  out += "# HELP spoold_requests_total HTTP responses sent, by status code.\n";
+  out += "# TYPE spoold_requests_total counter\n";
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] == 0) continue;
+    out += "spoold_requests_total{code=\"";
+    append_u64(out, i + first_code);
+    out += "\"} ";
+    append_u64(out, codes[i]);
+    out += '\n';
+  }
+  auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->started);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "spoold_uptime_seconds %.3f\n", uptime.count());
+  out += "# HELP spoold_uptime_seconds Seconds since the server started.\n";
+  out += "# TYPE spoold_uptime_seconds gauge\n";
+  out.append(buf, static_cast<std::size_t>(n));
+  family(out, "spoold_response_bytes_total", "counter", "Response bytes sent (head and body).",
+         snap.bytes_sent);
+  family(out, "spoold_connections_open", "gauge", "Client connections open now.",
+         snap.connections_open);
+  family(out, "spoold_connections_accepted_total", "counter", "Client connections accepted.",
+         snap.connections_accepted);
+  family(out, "spoold_connections_refused_total", "counter",
+         "Connections turned away with 503 past --max-connections.", snap.connections_refused);
+  family(out, "spoold_store_errors_total", "counter", "Guestbook store calls that failed.",
+         snap.store_errors);
+  family(out, "spool_threads_live", "gauge", "Worker threads of the pool.", pool.threads_live);
+  family(out, "spool_threads_busy", "gauge", "Workers running a task now.", pool.threads_busy);
+  family(out, "spool_queue_depth", "gauge", "Tasks waiting in the pool's queues.", pool.queued);
+  family(out, "spool_tasks_submitted_total", "counter", "Tasks the pool accepted.", pool.submitted);
+  family(out, "spool_tasks_completed_total", "counter", "Tasks that ran and returned.",
+         pool.completed);
+  family(out, "spool_tasks_failed_total", "counter", "Tasks that ran and threw.", pool.failed);
+  family(out, "spool_tasks_rejected_total", "counter", "Submissions the pool refused.",
+         pool.rejected);
+  family(out, "spool_tasks_stolen_total", "counter", "Tasks taken from another worker's deque.",
+         pool.stolen);
+  family(out, "spool_threads_started_total", "counter", "Worker threads started.",
+         pool.threads_started);
+  family(out, "spool_threads_retired_total", "counter", "Worker threads retired while idle.",
+         pool.threads_retired);
+  return out;
+}
+
+std::string metrics::json(const spool::stats& pool) const {
+  metrics_snapshot snap = snapshot();
+  auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->started);
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+
+  std::string out;
+  out.reserve(640);
+  char buf[96];
+  int n = std::snprintf(buf, sizeof buf, "{\"uptime_s\":%.3f,\"time_ms\":%lld,", uptime.count(),
+                        static_cast<long long>(now_ms.count()));
+  out.append(buf, static_cast<std::size_t>(n));
+  json_field(out, "requests", snap.requests);
+  out += ",\"status\":{";
+  for (int c = 1; c <= 5; ++c) {
+    if (c > 1) out += ',';
+    char name[4] = {static_cast<char>('0' + c), 'x', 'x', '\0'};
+    json_field(out, name, snap.by_status[c]);
+  }
+  out += "},";
+  json_field(out, "bytes_sent", snap.bytes_sent);
+  out += ',';
+  json_field(out, "connections_open", snap.connections_open);
+  out += ',';
+  json_field(out, "connections_accepted", snap.connections_accepted);
+  out += ',';
+  json_field(out, "connections_refused", snap.connections_refused);
+  out += ',';
+  json_field(out, "store_errors", snap.store_errors);
+  out += ",\"pool\":{";
+  const std::pair<std::string_view, std::uint64_t> fields[] = {
+      {"threads_live", pool.threads_live},
+      {"threads_busy", pool.threads_busy},
+      {"queued", pool.queued},
+      {"submitted", pool.submitted},
+      {"completed", pool.completed},
+      {"failed", pool.failed},
+      {"rejected", pool.rejected},
+      {"stolen", pool.stolen},
+      {"threads_started", pool.threads_started},
+      {"threads_retired", pool.threads_retired}};
+  bool first = true;
+  for (const auto& [name, value] : fields) {
+    if (!first) out += ',';
+    first = false;
+    json_field(out, name, value);
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace spoold

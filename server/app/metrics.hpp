@@ -1,0 +1,54 @@
+// Request counters for /metrics and the dashboard. Recording is a relaxed add into a shard
+// owned by the calling thread, so event loops do not share cache lines; reading sums shards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <spool/spool.hpp>
+
+namespace spoold {
+
+struct metrics_snapshot {
+  std::uint64_t requests = 0;
+  std::uint64_t by_status[6] = {};  // index status / 100 (1xx..5xx)
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t connections_open = 0;
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_refused = 0;  // turned away with 503 past --max-connections
+  std::uint64_t store_errors = 0;
+};
+
+class metrics {
+ public:
+  metrics();
+  ~metrics();
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
+  void record_response(int status, std::uint64_t bytes) noexcept;
+  void connection_opened() noexcept;
+  void connection_closed() noexcept;
+  void connection_refused() noexcept;
+  void store_error() noexcept;
+
+  [[nodiscard]] metrics_snapshot snapshot() const;
+  // Per-status-code counts (every code seen), for the Prometheus text.
+  [[nodiscard]] std::uint64_t count_for(int status) const;
+
+  // Prometheus text exposition (version 0.0.4): spoold_requests_total{code="200"},
+  // spoold_response_bytes_total, spoold_connections_open, spoold_connections_accepted_total,
+  // spoold_connections_refused_total, spoold_store_errors_total, and the pool's
+  // spool_threads_live, spool_threads_busy, spool_queue_depth, spool_tasks_completed_total,
+  // spool_tasks_stolen_total, spool_tasks_rejected_total (+ submitted, failed).
+  [[nodiscard]] std::string prometheus(const spool::stats& pool) const;
+  // The same figures as one JSON object, for the dashboard's once-a-second poll, with
+  // "uptime_s" and "time_ms" so the page can turn totals into rates.
+  [[nodiscard]] std::string json(const spool::stats& pool) const;
+
+ private:
+  struct impl;
+  impl* impl_;
+};
+
+}  // namespace spoold

@@ -1,0 +1,379 @@
+// parse_request: see parser.hpp for the contract.
+//
+// The parser reads the buffer front to back once per call and decides each error at the first
+// line that shows it, in stream order. That makes the outcome monotone in the bytes received:
+// parsing any prefix of a buffer gives either `incomplete` or exactly what the whole buffer
+// gives (the fuzz target checks this), so a connection can call it after every read.
+#include "http/parser.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+
+#include "http/target.hpp"
+
+namespace spoold::http {
+
+namespace {
+
+enum : std::uint8_t {
+  token_char = 1,   // tchar (RFC 9110, 5.6.2): method and header-name bytes
+  value_char = 2,   // field-value bytes: HTAB, SP, VCHAR, obs-text (no CTL, no DEL)
+  target_char = 4,  // request-target bytes: no CTL, SP or DEL (raw UTF-8 is let through)
+};
+
+constexpr std::array<std::uint8_t, 256> char_classes = [] {
+  std::array<std::uint8_t, 256> table{};
+  constexpr std::string_view token_punctuation = "!#$%&'*+-.^_`|~";
+  for (int c = 0; c < 256; ++c) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    std::uint8_t flags = 0;
+    if (alnum ||
+        (c < 128 && token_punctuation.find(static_cast<char>(c)) != std::string_view::npos)) {
+      flags |= token_char;
+    }
+    if (c == '\t' || (c >= 0x20 && c != 0x7f)) flags |= value_char;
+    if (c > 0x20 && c != 0x7f) flags |= target_char;
+    table[static_cast<std::size_t>(c)] = flags;
+  }
+  return table;
+}();
+
+bool has_class(char c, std::uint8_t cls) noexcept {
+  return (char_classes[static_cast<unsigned char>(c)] & cls) != 0;
+}
+
+// True when every byte of `s` is a field-value byte. Header values are most of a request head,
+// so they are checked eight bytes at a time: a word with no byte below 0x20 and none equal to
+// 0x7f is clean. The two word tests ("has a byte less than n", "has a zero byte") are exact
+// about whether such a byte exists, though not about where; a flagged word is looked at byte
+// by byte, since its byte below 0x20 may be an allowed tab.
+bool is_field_value(std::string_view s) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL;
+  constexpr std::uint64_t high_bits = 0x8080808080808080ULL;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, s.data() + i, 8);
+    const std::uint64_t below_space = (word - ones * 0x20) & ~word & high_bits;
+    const std::uint64_t xor_del = word ^ (ones * 0x7f);
+    const std::uint64_t is_del = (xor_del - ones) & ~xor_del & high_bits;
+    if ((below_space | is_del) == 0) continue;
+    for (std::size_t j = i; j < i + 8; ++j) {
+      if (!has_class(s[j], value_char)) return false;
+    }
+  }
+  for (; i < s.size(); ++i) {
+    if (!has_class(s[i], value_char)) return false;
+  }
+  return true;
+}
+
+// RFC 9112 asks servers to ignore at least one empty line before a request line (clients
+// have sent a stray CRLF after a POST body); empty lines totalling this many bytes are
+// tolerated, an endless stream is not.
+constexpr std::size_t max_leading_empty_bytes = 16;
+// Longer than any method in `method`: a token that runs past this is refused (501) at once,
+// without waiting for the rest of the line.
+constexpr std::size_t max_method_length = 16;
+
+parse_result incomplete() { return {}; }
+
+parse_result fail(int status, std::string_view reason) {
+  parse_result r;
+  r.status = parse_status::error;
+  r.error_status = status;
+  r.error_reason = reason;
+  return r;
+}
+
+std::optional<method> lookup_method(std::string_view text) noexcept {
+  switch (text.size()) {
+    case 3:
+      if (text == "GET") return method::get;
+      if (text == "PUT") return method::put;
+      break;
+    case 4:
+      if (text == "HEAD") return method::head;
+      if (text == "POST") return method::post;
+      break;
+    case 5:
+      if (text == "PATCH") return method::patch;
+      if (text == "TRACE") return method::trace;
+      break;
+    case 6:
+      if (text == "DELETE") return method::del;
+      break;
+    case 7:
+      if (text == "OPTIONS") return method::options;
+      if (text == "CONNECT") return method::connect;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::string_view trim_spaces(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The line from `from` up to the '\n' at `line_end`, without the CR of a CRLF.
+std::string_view line_at(std::string_view buf, std::size_t from, std::size_t line_end) noexcept {
+  std::string_view line = buf.substr(from, line_end - from);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+// What the header lines said that the parser acts on.
+struct head_facts {
+  bool has_host = false;
+  bool has_content_length = false;
+  bool has_transfer_encoding = false;
+  bool connection_close = false;
+  bool connection_keep_alive = false;
+  bool expect_continue = false;
+};
+
+// Skips empty lines before the request line; nullopt when a request line may start at `pos`.
+std::optional<parse_result> skip_empty_lines(std::string_view buf, std::size_t& pos) {
+  while (pos < buf.size() && (buf[pos] == '\r' || buf[pos] == '\n')) {
+    const std::size_t length = buf[pos] == '\n' ? 1 : 2;
+    if (pos + length > max_leading_empty_bytes) {
+      return fail(400, "too many empty lines before the request");
+    }
+    if (length == 2) {
+      if (pos + 1 == buf.size()) return incomplete();
+      if (buf[pos + 1] != '\n') return fail(400, "bare CR before the request line");
+    }
+    pos += length;
+  }
+  if (pos == buf.size()) return incomplete();
+  return std::nullopt;
+}
+
+// The method token, decided as soon as its bytes are in: a client that speaks something else
+// (a TLS handshake, say) gets its 400 without the server waiting for a line end.
+std::optional<parse_result> parse_method(std::string_view buf, std::size_t start, request& out) {
+  std::size_t i = start;
+  while (i < buf.size() && i - start <= max_method_length && buf[i] != ' ') {
+    if (!has_class(buf[i], token_char)) return fail(400, "malformed request line");
+    ++i;
+  }
+  if (i - start > max_method_length) return fail(501, "unknown method");
+  if (i == buf.size()) return incomplete();
+  if (i == start) return fail(400, "malformed request line");
+  out.method_text = buf.substr(start, i - start);
+  const std::optional<method> m = lookup_method(out.method_text);
+  if (!m) return fail(501, "unknown method");
+  out.verb = *m;
+  return std::nullopt;
+}
+
+// "HTTP/1.1" -> minor 1.
+std::optional<parse_result> parse_version(std::string_view v, request& out) {
+  if (v.size() != 8 || v.substr(0, 5) != "HTTP/" || v[5] < '0' || v[5] > '9' || v[6] != '.' ||
+      v[7] < '0' || v[7] > '9') {
+    return fail(400, "malformed HTTP version");
+  }
+  if (v[5] != '1' || (v[7] != '0' && v[7] != '1')) return fail(505, "HTTP version not supported");
+  out.version_minor = v[7] - '0';
+  return std::nullopt;
+}
+
+std::string_view target_error_reason(target_status s) noexcept {
+  switch (s) {
+    case target_status::ok:
+      break;
+    case target_status::malformed:
+      return "malformed request target";
+    case target_status::bad_escape:
+      return "malformed percent-encoding in the path";
+    case target_status::nul_byte:
+      return "NUL byte in the path";
+    case target_status::climbs_above_root:
+      return "path climbs above the root";
+  }
+  return "malformed request target";
+}
+
+// The request line from `start`; on success `next` is the index after its line end.
+std::optional<parse_result> parse_request_line(std::string_view buf, std::size_t start,
+                                               const limits& lim, request& out, std::size_t& next) {
+  if (auto stop = parse_method(buf, start, out)) return stop;
+  const std::size_t after_method = start + out.method_text.size() + 1;
+  const void* nl = std::memchr(buf.data() + after_method, '\n', buf.size() - after_method);
+  if (nl == nullptr) {
+    // A CR at the very end may be the start of the line's CRLF, so it does not count yet.
+    std::size_t have = buf.size() - start;
+    if (buf.back() == '\r') --have;
+    if (have > lim.max_request_line) return fail(414, "request line too long");
+    return incomplete();
+  }
+  const auto line_end = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+  const std::string_view line = line_at(buf, start, line_end);
+  if (line.size() > lim.max_request_line) return fail(414, "request line too long");
+
+  const std::string_view rest = line.substr(out.method_text.size() + 1);
+  const std::size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return fail(400, "malformed request line");
+  if (auto stop = parse_version(rest.substr(space + 1), out)) return stop;
+  out.target = rest.substr(0, space);
+  for (const char c : out.target) {
+    if (!has_class(c, target_char)) return fail(400, "malformed request target");
+  }
+  const target_status ts =
+      parse_target(out.target, out.verb == method::options, out.path, out.query);
+  if (ts != target_status::ok) return fail(400, target_error_reason(ts));
+
+  next = line_end + 1;
+  if (next - start > lim.max_head) return fail(431, "request head too large");
+  return std::nullopt;
+}
+
+// "Content-Length: 123": digits only (a list such as "5, 5" is refused), no overflow, and a
+// repeated header must repeat the same value (else the body's end is ambiguous: smuggling).
+std::optional<parse_result> record_content_length(std::string_view value, head_facts& facts,
+                                                  request& out) {
+  if (value.empty()) return fail(400, "malformed Content-Length");
+  std::uint64_t n = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return fail(400, "malformed Content-Length");
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (n > (UINT64_MAX - digit) / 10) return fail(400, "Content-Length too large");
+    n = n * 10 + digit;
+  }
+  if (facts.has_content_length && n != out.content_length) {
+    return fail(400, "conflicting Content-Length headers");
+  }
+  facts.has_content_length = true;
+  out.content_length = n;
+  return std::nullopt;
+}
+
+void record_connection(std::string_view value, head_facts& facts) noexcept {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    const std::string_view token = trim_spaces(value.substr(0, comma));
+    if (ascii_iequals(token, "close")) facts.connection_close = true;
+    if (ascii_iequals(token, "keep-alive")) facts.connection_keep_alive = true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+}
+
+// The headers the parser itself must understand; names are compared by length first, so the
+// other headers cost one switch.
+std::optional<parse_result> record_header(const header& h, head_facts& facts, request& out) {
+  switch (h.name.size()) {
+    case 4:
+      if (ascii_iequals(h.name, "host")) {
+        if (facts.has_host) return fail(400, "more than one Host header");
+        facts.has_host = true;
+      }
+      break;
+    case 6:
+      if (ascii_iequals(h.name, "expect") && ascii_iequals(h.value, "100-continue")) {
+        facts.expect_continue = true;
+      }
+      break;
+    case 10:
+      if (ascii_iequals(h.name, "connection")) record_connection(h.value, facts);
+      break;
+    case 14:
+      if (ascii_iequals(h.name, "content-length")) {
+        return record_content_length(h.value, facts, out);
+      }
+      break;
+    case 17:
+      if (ascii_iequals(h.name, "transfer-encoding")) facts.has_transfer_encoding = true;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+// One header line (without its line end).
+std::optional<parse_result> parse_header_line(std::string_view line, head_facts& facts,
+                                              request& out) {
+  if (line[0] == ' ' || line[0] == '\t') {
+    return fail(400, "obsolete header line folding");  // RFC 9112, 5.2: reject or replace
+  }
+  std::size_t colon = 0;
+  while (colon < line.size() && has_class(line[colon], token_char)) ++colon;
+  if (colon == 0 || colon == line.size() || line[colon] != ':') {
+    return fail(400, "malformed header name");
+  }
+  const std::string_view value = line.substr(colon + 1);
+  if (!is_field_value(value)) return fail(400, "control character in a header value");
+  out.headers.push_back({line.substr(0, colon), trim_spaces(value)});
+  return record_header(out.headers.back(), facts, out);
+}
+
+// The header lines from `pos` up to and including the blank line; `head_end` is the index after
+// it. Size limits are checked before a line's content, so a prefix that is already too large
+// and a longer buffer with the same start agree on 431.
+std::optional<parse_result> parse_headers(std::string_view buf, std::size_t start, std::size_t pos,
+                                          const limits& lim, head_facts& facts, request& out,
+                                          std::size_t& head_end) {
+  std::size_t count = 0;
+  for (;;) {
+    const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
+    if (nl == nullptr) {
+      if (buf.size() - start > lim.max_head) return fail(431, "request head too large");
+      return incomplete();
+    }
+    const auto line_end = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+    if (line_end + 1 - start > lim.max_head) return fail(431, "request head too large");
+    const std::string_view line = line_at(buf, pos, line_end);
+    pos = line_end + 1;
+    if (line.empty()) break;
+    if (++count > lim.max_headers) return fail(431, "too many header lines");
+    if (auto stop = parse_header_line(line, facts, out)) return stop;
+  }
+  head_end = pos;
+  return std::nullopt;
+}
+
+}  // namespace
+
+parse_result parse_request(std::string_view buffer, const limits& lim, request& out) {
+  out.clear();
+  std::size_t start = 0;
+  if (auto stop = skip_empty_lines(buffer, start)) return *stop;
+  std::size_t headers_start = 0;
+  if (auto stop = parse_request_line(buffer, start, lim, out, headers_start)) return *stop;
+  head_facts facts;
+  std::size_t head_end = 0;
+  if (auto stop = parse_headers(buffer, start, headers_start, lim, facts, out, head_end)) {
+    return *stop;
+  }
+
+  // The head is complete: what it means as a whole.
+  const bool http11 = out.version_minor == 1;
+  out.keep_alive =
+      http11 ? !facts.connection_close : facts.connection_keep_alive && !facts.connection_close;
+  // An HTTP/1.0 client cannot know 100 Continue; RFC 9110, 10.1.1 says to ignore its Expect.
+  out.expect_continue = http11 && facts.expect_continue;
+  if (http11 && !facts.has_host) return fail(400, "missing Host header");
+  if (facts.has_transfer_encoding) return fail(411, "Transfer-Encoding is not supported");
+  if (out.content_length > lim.max_body) return fail(413, "request body too large");
+
+  const std::size_t body_have = buffer.size() - head_end;
+  if (body_have < out.content_length) {
+    parse_result r;
+    r.needs_continue = out.expect_continue && body_have == 0;
+    return r;
+  }
+  out.body = buffer.substr(head_end, static_cast<std::size_t>(out.content_length));
+  parse_result r;
+  r.status = parse_status::complete;
+  r.consumed = head_end + out.body.size();
+  return r;
+}
+
+}  // namespace spoold::http

@@ -1,0 +1,127 @@
+// spoold: start, serve until SIGTERM/SIGINT, shut down gracefully.
+//
+// Shutdown order (each step needs the one before it):
+//   1. the model stops accepting and lets in-flight requests finish (bounded by --grace);
+//   2. the pool drains: store calls already handed to it complete, their answers go nowhere
+//      if the grace period closed their connection;
+//   3. the model's loops are destroyed (nothing can post to them any more);
+//   4. the access log is flushed and the CPU time printed.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include <spool/spool.hpp>
+
+#include "app/access_log.hpp"
+#include "app/app.hpp"
+#include "app/metrics.hpp"
+#include "app/static_files.hpp"
+#include "models/model.hpp"
+#include "net.hpp"
+#include "options.hpp"
+#include "store/store.hpp"
+
+namespace {
+
+double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+
+void print_cpu_time() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    std::printf("spoold: cpu user %.3f s, system %.3f s\n", seconds(usage.ru_utime),
+                seconds(usage.ru_stime));
+  }
+}
+
+// Blocks SIGTERM and SIGINT in this thread and (by inheritance) in every thread started after
+// it; the main thread takes them synchronously with sigwait, so no handler runs in a loop.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return set;
+}
+
+int serve(const spoold::options& opts, const sigset_t& stop_signals) {
+  spoold::raise_fd_limit();
+
+  std::unique_ptr<spoold::store::store> store = spoold::store::open_store(opts.store);
+  spoold::static_files files({.root = opts.root});
+  spoold::metrics counters;
+  std::unique_ptr<spoold::access_log> log;
+  if (!opts.access_log.empty()) log = spoold::access_log::open(opts.access_log);
+
+  spool::config cfg;
+  cfg.min_threads = opts.min_threads;
+  cfg.max_threads = opts.max_threads;
+  cfg.name = "spoold-pool";
+  // Store calls wait on disk or network: a worker that blocks in one is replaced by the
+  // monitor, up to max_threads. A full queue answers 503 rather than stalling an event loop.
+  cfg.queue_capacity = 16 * 1024;
+  cfg.on_full = spool::full_policy::reject;
+  // The event loops need the cores; pool workers sleep at once rather than poll.
+  cfg.spin_rounds = 0;
+  spool::pool pool(cfg);
+
+  spoold::app application(files, *store, counters, pool);
+  spoold::server_context ctx{opts, application, counters, pool, log.get()};
+  std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);
+  const std::uint16_t port = model->start();
+
+  std::printf("spoold: listening on http://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
+              "threads, root %s)\n",
+              opts.bind.c_str(), static_cast<unsigned>(port), opts.model.c_str(),
+              store->describe().c_str(), opts.loops, opts.min_threads, opts.max_threads,
+              opts.root.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  std::printf("spoold: %s: shutting down (grace %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              static_cast<double>(opts.grace.count()) / 1000.0);
+  std::fflush(stdout);
+
+  model->stop();
+  model->wait();
+  pool.shutdown(spool::shutdown_mode::drain);
+  model.reset();
+  if (log) log->flush();
+  print_cpu_time();
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const sigset_t stop_signals = block_stop_signals();
+  spoold::parsed_options parsed = spoold::parse_options(argc, argv);
+  switch (parsed.outcome) {
+    case spoold::parse_outcome::help:
+    case spoold::parse_outcome::version:
+      std::fputs(parsed.message.c_str(), stdout);
+      return 0;
+    case spoold::parse_outcome::error:
+      std::fprintf(stderr, "spoold: %s (try --help)\n", parsed.message.c_str());
+      return 2;
+    case spoold::parse_outcome::run:
+      break;
+  }
+  try {
+    return serve(parsed.opts, stop_signals);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spoold: cannot start: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,183 @@
+// Process per connection: the acceptor forks a child for every connection; the child serves it
+// with blocking waits and exits. Isolation is complete (a crash takes one connection down) and
+// so is the cost: a fork, page-table copies on write, a fresh store connection per client, and
+// counters and access-log buffers that live and die with each child (README.md, "forking").
+//
+// Fork safety. spoold is multithreaded when this runs (main, the pool's workers and monitor,
+// this acceptor); a child gets only the forking thread. It may therefore only use what no
+// other thread can be holding a lock in at fork time:
+//  - the store: the parent never makes a store call in this model (the store keeps one
+//    connection per thread and this thread has none), so the child opens its own connection
+//    on first use, as the per-thread connection rule asks;
+//  - metrics and the access log: only this thread touches them in the parent, and it is the
+//    one forking, so their mutexes are free; the child flushes its log lines itself;
+//  - glibc's malloc resets its locks in the child; the child never touches the pool (blocking
+//    jobs run inline), whose threads do not exist there;
+//  - the child leaves with _exit: no destructor of the parent's objects runs twice, no stdio
+//    buffer is written twice.
+// SIGTERM and SIGINT stay blocked in children (main blocked them before any thread started),
+// so a signal sent to the process group reaches the parent only; children learn of the stop
+// through the stop pipe, which also reaches end-of-file if the parent dies.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <thread>
+#include <unordered_set>
+
+#include "models/model.hpp"
+#include "models/session.hpp"
+#include "net.hpp"
+
+namespace spoold {
+namespace {
+
+constexpr int accepts_per_turn = 64;
+constexpr auto reap_interval = std::chrono::milliseconds(100);
+// Children end by the grace period themselves; this much later the parent kills what is left.
+constexpr auto kill_margin = std::chrono::milliseconds(500);
+
+class forking_model final : public server_model {
+ public:
+  explicit forking_model(server_context& ctx) : ctx_(ctx) {}
+  ~forking_model() override {
+    stop();
+    wait();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  std::uint16_t start() override {
+    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
+    const std::uint16_t port = local_port(listen_fd_);
+    acceptor_ = std::thread([this] { run(); });
+    return port;
+  }
+
+  void stop() override { stop_.raise(); }
+
+  void wait() override {
+    if (acceptor_.joinable()) acceptor_.join();
+  }
+
+ private:
+  void run();
+  void accept_some();
+  void reap();
+  void shut_down();
+  [[noreturn]] void child_main(int fd, const sockaddr_in& peer);
+
+  server_context& ctx_;
+  stop_signal stop_;
+  int listen_fd_ = -1;
+  std::unordered_set<pid_t> children_;  // only the acceptor thread touches it
+  std::thread acceptor_;
+};
+
+void forking_model::run() {
+  name_this_thread("spoold-accept");
+  while (!stop_.raised()) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
+    // While children live, wake now and then to reap them. (SIGCHLD cannot be waited for
+    // here: the other threads do not block it, so it may be delivered to any of them.)
+    const int timeout = children_.empty() ? -1 : static_cast<int>(reap_interval.count());
+    const int n = ::poll(fds, 2, timeout);
+    if (n < 0 && errno != EINTR) {
+      std::perror("spoold: poll");
+      break;
+    }
+    reap();
+    if (n > 0 && fds[1].revents != 0) break;
+    if (n > 0 && fds[0].revents != 0) accept_some();
+  }
+  shut_down();
+}
+
+void forking_model::accept_some() {
+  for (int i = 0; i < accepts_per_turn; ++i) {
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        std::perror("spoold: accept4");
+        stop_.wait_for(reap_interval);  // out of descriptors: let children finish first
+      }
+      return;
+    }
+    if (children_.size() >= ctx_.opts.max_connections) {
+      refuse_connection(ctx_, fd);
+      continue;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) child_main(fd, peer);
+    if (pid < 0) {
+      std::perror("spoold: fork");
+      refuse_connection(ctx_, fd);
+      continue;
+    }
+    ::close(fd);  // the child's now
+    children_.insert(pid);
+  }
+}
+
+void forking_model::child_main(int fd, const sockaddr_in& peer) {
+  stop_.enter_child();
+  // Without this the port would stay open in every child after the parent stops listening.
+  ::close(listen_fd_);
+  serve_connection(ctx_, stop_, fd, peer, {.flush_log_when_idle = true});
+  ::_exit(0);
+}
+
+void forking_model::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;  // 0: none exited; -1 (ECHILD): none left
+    children_.erase(pid);
+    if (WIFSIGNALED(status)) {
+      std::fprintf(stderr, "spoold: connection process %d killed by signal %d\n",
+                   static_cast<int>(pid), WTERMSIG(status));
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "spoold: connection process %d exited with status %d\n",
+                   static_cast<int>(pid), WEXITSTATUS(status));
+    }
+  }
+}
+
+void forking_model::shut_down() {
+  // No new connections; the children saw the stop pipe and finish within the grace period.
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+  const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
+  while (!children_.empty() && steady_clock::now() < kill_at) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    reap();
+  }
+  if (!children_.empty()) {
+    std::fprintf(stderr, "spoold: killing %zu connection processes after the grace period\n",
+                 children_.size());
+    for (pid_t pid : children_) ::kill(pid, SIGKILL);
+  }
+  while (!children_.empty()) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nothing left to wait for
+    }
+    children_.erase(pid);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<server_model> make_forking_model(server_context& ctx) {
+  return std::make_unique<forking_model>(ctx);
+}
+
+}  // namespace spoold

@@ -1,0 +1,35 @@
+#include <stdexcept>
+#include <string>
+
+#include "models/model.hpp"
+
+namespace spoold {
+namespace {
+
+struct model_entry {
+  std::string_view name;
+  std::unique_ptr<server_model> (*make)(server_context&);
+};
+
+// The first is the default (options.hpp).
+constexpr model_entry models[] = {
+    {"epoll", make_epoll_model},         {"poll", make_poll_model},
+    {"iterative", make_iterative_model}, {"forking", make_forking_model},
+    {"preforked", make_preforked_model}, {"threaded", make_threaded_model},
+    {"prethreaded", make_prethreaded_model}, {"queue", make_queue_model},
+};
+
+}  // namespace
+
+std::unique_ptr<server_model> make_model(std::string_view name, server_context& ctx) {
+  std::string known;
+  for (const model_entry& m : models) {
+    if (m.name == name) return m.make(ctx);
+    known += known.empty() ? "" : ", ";
+    known += m.name;
+  }
+  throw std::invalid_argument("unknown --model '" + std::string(name) + "' (known: " + known +
+                              ")");
+}
+
+}  // namespace spoold

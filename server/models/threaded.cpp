@@ -1,0 +1,123 @@
+// Thread per connection: an acceptor thread starts a new thread for every connection, which
+// serves it with blocking waits and ends with it. Simple and fair, but every connection costs
+// a thread (a stack, a kernel task, a context switch per wake-up) for as long as it is open,
+// idle keep-alive time included (README.md).
+//
+// Threads are joined, not detached: a finishing thread moves itself to `exited_` and joins the
+// threads that were there before it, so at most one finished thread waits to be joined at any
+// time, and wait() can join the last ones. Nothing of ours runs after wait() returns.
+#include <unistd.h>
+
+#include <cstdio>
+#include <list>
+#include <system_error>
+#include <thread>
+
+#include "models/model.hpp"
+#include "models/session.hpp"
+#include "net.hpp"
+
+namespace spoold {
+namespace {
+
+class threaded_model final : public server_model {
+ public:
+  explicit threaded_model(server_context& ctx) : ctx_(ctx) {}
+  ~threaded_model() override {
+    stop();
+    wait();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  std::uint16_t start() override {
+    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
+    set_blocking(listen_fd_, true);
+    const std::uint16_t port = local_port(listen_fd_);
+    flusher_.emplace(ctx_.log);
+    acceptor_ = std::thread([this] { accept_loop(); });
+    return port;
+  }
+
+  void stop() override {
+    stop_.raise();
+    stop_listening(listen_fd_);
+  }
+
+  void wait() override {
+    if (acceptor_.joinable()) acceptor_.join();
+    std::list<std::thread> last;
+    {
+      // The acceptor is gone, so `running_` only shrinks; the grace period bounds each session.
+      std::unique_lock lock(mu_);
+      all_done_.wait(lock, [this] { return running_.empty(); });
+      last.swap(exited_);
+    }
+    for (std::thread& t : last) t.join();
+    flusher_.reset();
+  }
+
+ private:
+  void accept_loop() {
+    name_this_thread("spoold-accept");
+    while (!stop_.raised()) {
+      int fd = -1;
+      sockaddr_in peer{};
+      const accept_outcome got = accept_connection(listen_fd_, stop_, fd, peer);
+      if (got == accept_outcome::closed) break;
+      if (got == accept_outcome::accepted && !start_session(fd, peer)) {
+        refuse_connection(ctx_, fd);
+      }
+    }
+  }
+
+  // False when the connection cannot have a thread: past --max-connections, or the system
+  // refused one.
+  bool start_session(int fd, const sockaddr_in& peer) {
+    std::lock_guard lock(mu_);
+    if (running_.size() >= ctx_.opts.max_connections) return false;
+    auto self = running_.emplace(running_.end());
+    try {
+      // Under mu_: the new thread cannot reach finish() before *self holds it.
+      *self = std::thread([this, self, fd, peer] {
+        name_this_thread("spoold-conn");
+        serve_connection(ctx_, stop_, fd, peer);
+        finish(self);
+      });
+    } catch (const std::system_error& e) {
+      running_.erase(self);
+      std::fprintf(stderr, "spoold: cannot start a connection thread: %s\n", e.what());
+      return false;
+    }
+    return true;
+  }
+
+  void finish(std::list<std::thread>::iterator self) {
+    std::list<std::thread> to_join;
+    {
+      std::lock_guard lock(mu_);
+      to_join.swap(exited_);
+      exited_.splice(exited_.end(), running_, self);
+      // Notified under the lock: wait() may destroy the model as soon as it can take mu_.
+      if (running_.empty()) all_done_.notify_all();
+    }
+    for (std::thread& t : to_join) t.join();
+  }
+
+  server_context& ctx_;
+  stop_signal stop_;
+  int listen_fd_ = -1;
+  std::optional<log_flusher> flusher_;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::condition_variable all_done_;
+  std::list<std::thread> running_;  // guarded by mu_: sessions in progress
+  std::list<std::thread> exited_;   // guarded by mu_: finished, not yet joined
+};
+
+}  // namespace
+
+std::unique_ptr<server_model> make_threaded_model(server_context& ctx) {
+  return std::make_unique<threaded_model>(ctx);
+}
+
+}  // namespace spoold

@@ -1,0 +1,191 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+namespace spoold {
+namespace {
+
+constexpr std::string_view help_text =
+    "usage: spoold [options]   (each option also as SPOOLD_<NAME>, e.g. SPOOLD_PORT=9000)\n"
+    "  --port N              TCP port, 0 = any free one (default 8080)\n"
+    "  --bind ADDR           IPv4 address (default 127.0.0.1)\n"
+    "  --root DIR            static files (default: the demo site)\n"
+    "  --threads MIN[:MAX]   pool threads for blocking work (default 2:64)\n"
+    "  --loops N             event loops (default: one per core)\n"
+    "  --store SPEC          sqlite:PATH or redis://HOST[:PORT] (default sqlite:./spoold.db)\n"
+    "  --model NAME          server architecture: epoll (default), poll, iterative, forking,\n"
+    "                        preforked, threaded, prethreaded, queue\n"
+    "  --workers N           processes (preforked, default 2 per core) or threads\n"
+    "                        (prethreaded, default 100)\n"
+    "  --accept-lock on|off  prethreaded: one thread at a time in accept() (default on)\n"
+    "  --access-log FILE|-   Common Log Format access log (default off)\n"
+    "  --max-connections N   open connections; past it: 503 (default 10000)\n"
+    "  --header-timeout S    seconds to send a request head (default 10)\n"
+    "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
+    "  --write-timeout S     seconds a client may read nothing (default 30)\n"
+    "  --grace S             seconds in-flight requests get at shutdown (default 10)\n"
+    "  --max-body BYTES      largest request body (default 65536)\n"
+    "  --help, --version\n";
+
+bool parse_unsigned(std::string_view text, std::uint64_t max, std::uint64_t& out) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || value > max) {
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+// Seconds, possibly fractional ("0.5"), to milliseconds.
+bool parse_seconds(std::string_view text, std::chrono::milliseconds& out) {
+  std::uint64_t whole = 0;
+  std::uint64_t millis = 0;
+  auto dot = text.find('.');
+  if (!parse_unsigned(text.substr(0, dot), 86'400 * 365, whole)) return false;
+  if (dot != std::string_view::npos) {
+    auto frac = text.substr(dot + 1);
+    if (frac.empty() || frac.size() > 3 || !parse_unsigned(frac, 999, millis)) return false;
+    for (auto n = frac.size(); n < 3; ++n) millis *= 10;
+  }
+  out = std::chrono::milliseconds(whole * 1000 + millis);
+  return true;
+}
+
+// Applies one setting; false with `error` set when the value is bad or the name unknown.
+bool apply(options& o, std::string_view name, std::string_view value, std::string& error) {
+  std::uint64_t n = 0;
+  auto bad = [&] {
+    error = "bad value for --" + std::string(name) + ": '" + std::string(value) + "'";
+    return false;
+  };
+  if (name == "port") {
+    if (!parse_unsigned(value, 65535, n)) return bad();
+    o.port = static_cast<std::uint16_t>(n);
+  } else if (name == "bind") {
+    if (value.empty()) return bad();
+    o.bind = value;
+  } else if (name == "root") {
+    if (value.empty()) return bad();
+    o.root = value;
+  } else if (name == "threads") {
+    auto colon = value.find(':');
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    if (!parse_unsigned(value.substr(0, colon), 4096, lo) || lo == 0) return bad();
+    hi = lo;
+    if (colon != std::string_view::npos &&
+        (!parse_unsigned(value.substr(colon + 1), 4096, hi) || hi < lo)) {
+      return bad();
+    }
+    o.min_threads = static_cast<unsigned>(lo);
+    o.max_threads = static_cast<unsigned>(hi);
+  } else if (name == "loops") {
+    if (!parse_unsigned(value, 1024, n) || n == 0) return bad();
+    o.loops = static_cast<unsigned>(n);
+  } else if (name == "store") {
+    if (value.empty()) return bad();
+    o.store = value;
+  } else if (name == "model") {
+    if (value.empty()) return bad();
+    o.model = value;
+  } else if (name == "workers") {
+    if (!parse_unsigned(value, 100'000, n) || n == 0) return bad();
+    o.workers = static_cast<unsigned>(n);
+  } else if (name == "accept-lock") {
+    if (value == "on") {
+      o.accept_lock = true;
+    } else if (value == "off") {
+      o.accept_lock = false;
+    } else {
+      return bad();
+    }
+  } else if (name == "access-log") {
+    o.access_log = value;
+  } else if (name == "max-connections") {
+    if (!parse_unsigned(value, 10'000'000, n) || n == 0) return bad();
+    o.max_connections = n;
+  } else if (name == "header-timeout") {
+    if (!parse_seconds(value, o.header_timeout) || o.header_timeout.count() == 0) return bad();
+  } else if (name == "idle-timeout") {
+    if (!parse_seconds(value, o.idle_timeout) || o.idle_timeout.count() == 0) return bad();
+  } else if (name == "write-timeout") {
+    if (!parse_seconds(value, o.write_timeout) || o.write_timeout.count() == 0) return bad();
+  } else if (name == "grace") {
+    if (!parse_seconds(value, o.grace)) return bad();
+  } else if (name == "max-body") {
+    if (!parse_unsigned(value, std::uint64_t{1} << 40, n)) return bad();
+    o.limits.max_body = n;
+  } else {
+    error = "unknown option --" + std::string(name);
+    return false;
+  }
+  return true;
+}
+
+constexpr std::string_view option_names[] = {
+    "port",         "bind",          "root",           "threads",      "loops",
+    "store",        "model",         "access-log",     "max-connections",
+    "header-timeout", "idle-timeout", "write-timeout", "grace",        "max-body",
+    "workers",      "accept-lock"};
+
+std::string env_name(std::string_view option) {
+  std::string env = "SPOOLD_";
+  for (char c : option) env += c == '-' ? '_' : static_cast<char>(c - ('a' <= c && c <= 'z' ? 32 : 0));
+  return env;
+}
+
+}  // namespace
+
+parsed_options parse_options(int argc, char** argv) {
+  parsed_options result;
+  options& o = result.opts;
+#ifdef SPOOLD_DEFAULT_ROOT
+  o.root = SPOOLD_DEFAULT_ROOT;
+#endif
+  auto fail = [&](std::string message) {
+    result.outcome = parse_outcome::error;
+    result.message = std::move(message);
+    return result;
+  };
+
+  for (auto name : option_names) {
+    if (const char* value = std::getenv(env_name(name).c_str())) {
+      if (!apply(o, name, value, result.message)) {
+        return fail(env_name(name) + ": " + result.message);
+      }
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      result.outcome = parse_outcome::help;
+      result.message = help_text;
+      return result;
+    }
+    if (arg == "--version") {
+      result.outcome = parse_outcome::version;
+      result.message = "spoold " SPOOLD_VERSION "\n";
+      return result;
+    }
+    if (!arg.starts_with("--")) return fail("unexpected argument '" + std::string(arg) + "'");
+    arg.remove_prefix(2);
+    std::string_view value;
+    if (auto eq = arg.find('='); eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return fail("--" + std::string(arg) + " needs a value");
+    }
+    if (!apply(o, arg, value, result.message)) return fail(result.message);
+  }
+  if (o.loops == 0) o.loops = std::max(1u, std::thread::hardware_concurrency());
+  return result;
+}
+
+}  // namespace spoold

@@ -1,0 +1,46 @@
+// spoold's settings: command line over SPOOLD_* environment variables over defaults
+// (server/README.md lists them).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "http/parser.hpp"
+
+namespace spoold {
+
+struct options {
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::string root;  // default: SPOOLD_DEFAULT_ROOT (the repository's server/site)
+  unsigned min_threads = 2;
+  unsigned max_threads = 64;
+  unsigned loops = 0;  // 0: one per core
+  std::string store = "sqlite:./spoold.db";
+  std::string model = "epoll";
+  // Processes (preforked) or threads (prethreaded); 0: the model's default (README.md).
+  unsigned workers = 0;
+  // prethreaded: accept() serialised by a mutex (true) or every thread blocked in accept().
+  bool accept_lock = true;
+  std::string access_log;  // "" off, "-" stdout, else a file
+  std::size_t max_connections = 10000;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{15'000};
+  std::chrono::milliseconds write_timeout{30'000};
+  std::chrono::milliseconds grace{10'000};
+  http::limits limits{};
+};
+
+enum class parse_outcome { run, help, version, error };
+
+struct parsed_options {
+  parse_outcome outcome = parse_outcome::run;
+  options opts;
+  std::string message;  // the error (outcome error) or the help/version text
+};
+
+// argv[0] is the program name. Environment variables are read with getenv.
+parsed_options parse_options(int argc, char** argv);
+
+}  // namespace spoold

@@ -1,0 +1,96 @@
+"""spoold's command line: exit statuses for bad options (2) and for a server that cannot start
+(1, with the reason on stderr), --help / --version, and SPOOLD_<NAME> environment variables
+(the command line wins)."""
+
+import os
+import socket
+import subprocess
+import unittest
+
+from spoold_harness import (SCALE, Spoold, TempDir, main, make_site, raise_nofile_limit,
+                            spoold_binary, sqlite_store)
+
+
+def run_spoold(args, env=None, timeout=30):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([spoold_binary()] + args, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=full_env, timeout=timeout * SCALE)
+
+
+class CommandLineTest(unittest.TestCase):
+    def setUp(self):
+        raise_nofile_limit()
+        self.tmp = TempDir()
+        self.site = make_site(self.tmp.path)
+        self.store = sqlite_store(self.tmp.path)
+
+    def tearDown(self):
+        self.tmp.close()
+
+    def base(self, port="0"):
+        return ["--port", port, "--bind", "127.0.0.1", "--root", self.site, "--store", self.store]
+
+    def test_help_and_version(self):
+        r = run_spoold(["--help"])
+        self.assertEqual(r.returncode, 0, r)
+        for option in ("--port", "--store", "--max-connections", "--grace", "--access-log"):
+            self.assertIn(option, r.stdout)
+        r = run_spoold(["--version"])
+        self.assertEqual(r.returncode, 0, r)
+        self.assertRegex(r.stdout, r"spoold \d+\.\d+")
+
+    def test_bad_command_line_exits_2(self):
+        for args in (["--no-such-option", "1"], ["--port", "70000"], ["--port", "abc"],
+                     ["--threads", "0:x"], ["--max-body", "-5"], ["--idle-timeout"],
+                     ["stray-argument"]):
+            with self.subTest(args=args):
+                r = run_spoold(self.base() + args)
+                self.assertEqual(r.returncode, 2, r)
+                self.assertNotEqual(r.stderr.strip(), "", r)
+                self.assertNotIn("listening", r.stdout)
+
+    def test_cannot_start_exits_1(self):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = str(busy.getsockname()[1])
+        cases = (
+            ("port in use", self.base(port)),
+            ("root missing", self.base() + ["--root", os.path.join(self.tmp.path, "nowhere")]),
+            ("store spec malformed", self.base() + ["--store", "postgres://x"]),
+        )
+        try:
+            for what, args in cases:
+                with self.subTest(case=what):
+                    r = run_spoold(args)
+                    self.assertEqual(r.returncode, 1, r)
+                    self.assertNotEqual(r.stderr.strip(), "", r)
+        finally:
+            busy.close()
+
+    def test_unknown_model_refused(self):
+        r = run_spoold(self.base() + ["--model", "no-such-model"])
+        self.assertIn(r.returncode, (1, 2), r)
+        self.assertIn("epoll", r.stderr)  # the message lists the known models
+
+    def test_environment_variables_and_precedence(self):
+        body = {"guest-name": "env", "guest-remarks": "x" * 40}
+        # SPOOLD_MAX_BODY applies...
+        with Spoold(self.site, self.store, env={"SPOOLD_MAX_BODY": "16"}) as server:
+            self.assertEqual(server.post_form("/guestbook", body).status, 413)
+        # ...unless the command line says otherwise.
+        with Spoold(self.site, self.store, ["--max-body", "4096"],
+                    env={"SPOOLD_MAX_BODY": "16"}) as server:
+            self.assertEqual(server.post_form("/guestbook", body).status, 303)
+
+    def test_startup_line_names_model_and_store(self):
+        with Spoold(self.site, self.store) as server:
+            line = next(l for l in server.out.lines if "listening on" in l)
+            self.assertIn(f"http://127.0.0.1:{server.port}/", line)
+            self.assertIn("model epoll", line)
+            self.assertIn(self.store, line)
+
+
+if __name__ == "__main__":
+    main()

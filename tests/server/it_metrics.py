@@ -1,0 +1,98 @@
+"""Observability routes: /metrics (Prometheus text), /healthz and /api/stats (JSON)."""
+
+import json
+
+from spoold_harness import (Conn, ServerTestCase, build_request, main, parse_prometheus,
+                            wait_until)
+
+REQUIRED_METRICS = (
+    "spoold_response_bytes_total", "spoold_connections_open", "spoold_connections_accepted_total",
+    "spoold_connections_refused_total", "spoold_store_errors_total", "spool_threads_live",
+    "spool_threads_busy", "spool_queue_depth", "spool_tasks_submitted_total",
+    "spool_tasks_completed_total", "spool_tasks_failed_total", "spool_tasks_stolen_total",
+    "spool_tasks_rejected_total",
+)
+
+
+class MetricsTest(ServerTestCase):
+    server_args = ("--threads", "2:8")
+
+    def test_prometheus_text(self):
+        resp = self.server.get("/metrics")
+        self.assertEqual(resp.status, 200, resp)
+        self.assertTrue(resp.header("Content-Type", "").startswith("text/plain"), resp)
+        text = resp.body.decode()
+        samples = parse_prometheus(text)
+        for name in REQUIRED_METRICS:
+            with self.subTest(metric=name):
+                self.assertIn(name, samples)
+                self.assertIn(f"# TYPE {name} ", text)
+        self.assertGreaterEqual(samples["spool_threads_live"], 2)
+        self.assertLessEqual(samples["spool_threads_live"], 8)
+        self.assertGreaterEqual(samples["spoold_connections_open"], 1)  # this one
+
+    def test_counts_increase(self):
+        before = self.server.metrics()
+        for _ in range(10):
+            self.assertEqual(self.server.get("/hello.txt").status, 200)
+        for _ in range(3):
+            self.assertEqual(self.server.get("/missing").status, 404)
+        for _ in range(4):
+            self.assertEqual(self.server.get("/guestbook").status, 200)
+        after = self.server.metrics()
+
+        def delta(key):
+            return after.get(key, 0) - before.get(key, 0)
+
+        self.assertGreaterEqual(delta('spoold_requests_total{code="200"}'), 14)
+        self.assertGreaterEqual(delta('spoold_requests_total{code="404"}'), 3)
+        self.assertGreaterEqual(delta("spoold_connections_accepted_total"), 17)
+        self.assertGreater(delta("spoold_response_bytes_total"), 10 * len(b"Hello"))
+        # The guestbook's store calls ran on the pool. A task counts as completed only after
+        # it returned, which may be just after its response went out: poll for the last one.
+        self.assertGreaterEqual(delta("spool_tasks_submitted_total"), 4)
+        wait_until(lambda: self.server.metrics()["spool_tasks_completed_total"]
+                   - before["spool_tasks_completed_total"] >= 4, 30,
+                   "the pool to count the guestbook's tasks as completed")
+        self.assertEqual(delta("spoold_store_errors_total"), 0)
+
+    def test_healthz(self):
+        resp = self.server.get("/healthz")
+        self.assertEqual(resp.status, 200, resp)
+        self.assertTrue(resp.body.startswith(b"ok\n"), resp)
+        self.assertIn(b"store: up", resp.body)
+        head = self.server.get("/healthz", method="HEAD")
+        self.assertEqual(head.status, 200)
+        self.assertEqual(head.header("Content-Length"), str(len(resp.body)))
+
+    def test_api_stats_json(self):
+        resp = self.server.get("/api/stats")
+        self.assertEqual(resp.status, 200, resp)
+        self.assertTrue(resp.header("Content-Type", "").startswith("application/json"), resp)
+        first = json.loads(resp.body)
+        for key in ("uptime_s", "time_ms", "requests", "status", "bytes_sent",
+                    "connections_open", "connections_accepted", "connections_refused",
+                    "store_errors", "pool"):
+            with self.subTest(key=key):
+                self.assertIn(key, first)
+        for key in ("threads_live", "threads_busy", "queued", "submitted", "completed",
+                    "rejected", "stolen"):
+            with self.subTest(pool_key=key):
+                self.assertIn(key, first["pool"])
+                self.assertIsInstance(first["pool"][key], int)
+        with Conn(self.server.port) as c:
+            for _ in range(5):
+                c.send(build_request("GET", "/hello.txt"))
+                c.read_final_response()
+        second = json.loads(self.server.get("/api/stats").body)
+        self.assertGreaterEqual(second["requests"], first["requests"] + 5)
+        self.assertGreaterEqual(second["time_ms"], first["time_ms"])
+        self.assertGreaterEqual(second["uptime_s"], first["uptime_s"])
+
+    def test_metrics_not_cached(self):
+        resp = self.server.get("/metrics")
+        self.assertIn("no-store", resp.header("Cache-Control", ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""spoold's timeouts: a slow request head gets 408, an idle keep-alive connection is closed, and
+clients that read nothing neither hold up others nor stay open past --write-timeout."""
+
+import os
+import socket
+
+from spoold_harness import (HELLO, SCALE, Conn, ServerTestCase, build_request, main,
+                            wait_until)
+
+SLOW_FILE_SIZE = 64 * 1024 * 1024  # far more than loopback socket buffers can hold
+
+
+class TimeoutTest(ServerTestCase):
+    server_args = ("--header-timeout", "1", "--idle-timeout", "1", "--write-timeout", "2")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # A sparse file: big enough that the kernel cannot buffer the whole response.
+        with open(os.path.join(cls.site, "huge.bin"), "wb") as f:
+            f.truncate(SLOW_FILE_SIZE)
+
+    def open_connections(self):
+        return int(self.server.metrics()["spoold_connections_open"])
+
+    def test_408_on_slow_head(self):
+        for partial in (b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n",  # head never ends
+                        b"GET /hel",                                 # request line never ends
+                        b"POST /guestbook HTTP/1.1\r\n"):
+            with self.subTest(partial=partial), Conn(self.server.port) as c:
+                c.send(partial)
+                resp = c.read_final_response()
+                self.assertEqual(resp.status, 408, resp)
+                self.assertEqual(c.read_to_eof(), b"")
+        self.assert_still_serving()
+
+    def test_408_head_dribbled_byte_by_byte_is_still_timed_out(self):
+        # The header timeout runs from the first byte: trickling bytes does not extend it.
+        with Conn(self.server.port) as c:
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nX-Trickle: ")
+            got = None
+            for _ in range(200 * SCALE):
+                if not c.send(b"v"):
+                    break
+                # Waiting for an answer between bytes paces the trickle (~20 bytes a second).
+                c.sock.settimeout(0.05)
+                try:
+                    data = c.sock.recv(4096)
+                except (socket.timeout, BlockingIOError):
+                    continue
+                except ConnectionResetError:
+                    data = b""
+                got = data
+                break
+            self.assertIsNotNone(got, "the server kept waiting for a head trickled for 10 s")
+            self.assertTrue(got == b"" or got.startswith(b"HTTP/1.1 408"), got)
+
+    def test_idle_keep_alive_closed(self):
+        with Conn(self.server.port) as c:
+            c.send(build_request("GET", "/hello.txt"))
+            resp = c.read_final_response()
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(resp.body, HELLO)
+            # Nothing more is sent: the server closes after --idle-timeout (EOF, no bytes).
+            self.assertEqual(c.read_to_eof(), b"")
+
+    def test_connection_that_sends_nothing_is_closed(self):
+        with Conn(self.server.port) as c:
+            data = c.read_to_eof()
+            # Either closed silently or with a 408; never left open.
+            self.assertTrue(data == b"" or data.startswith(b"HTTP/1.1 408"), data)
+
+    def test_slow_readers_do_not_block_others_and_are_closed(self):
+        baseline = self.open_connections()
+        readers = []
+        try:
+            # More slow readers than event loops: if one blocked its loop, others would starve.
+            for _ in range(8):
+                c = Conn(self.server.port, rcvbuf=4096)
+                c.send(build_request("GET", "/huge.bin"))
+                readers.append(c)
+            wait_until(lambda: self.open_connections() >= baseline + len(readers), 30,
+                       "the slow readers to be accepted")
+            # Other clients are served meanwhile, on new and on kept-alive connections.
+            with Conn(self.server.port) as other:
+                for i in range(20):
+                    other.send(build_request("GET", f"/p{i}.txt"))
+                    resp = other.read_final_response()
+                    self.assertEqual(resp.status, 200)
+                    self.assertEqual(resp.body, f"file {i}\n".encode())
+            for _ in range(10):
+                self.assertEqual(self.server.get("/guestbook").status, 200)
+            # After --write-timeout the server gives up on them.
+            wait_until(lambda: self.open_connections() <= baseline, 60,
+                       "the slow readers to be closed after --write-timeout")
+            for c in readers:
+                c.settimeout(30)
+                received = len(c.buf)
+                try:
+                    while True:
+                        chunk = c.sock.recv(1 << 20)
+                        if not chunk:
+                            break
+                        received += len(chunk)
+                except ConnectionResetError:
+                    pass
+                self.assertLess(received, SLOW_FILE_SIZE,
+                                "a reader that read nothing received the whole file")
+        finally:
+            for c in readers:
+                c.close()
+        self.assert_still_serving()
+
+
+class LongIdleTimeoutTest(ServerTestCase):
+    """With a long idle timeout a kept-alive connection stays usable between requests."""
+
+    server_args = ("--idle-timeout", "600", "--header-timeout", "600")
+
+    def test_connection_survives_between_requests(self):
+        with Conn(self.server.port) as c:
+            for i in range(3):
+                c.send(build_request("GET", f"/p{i}.txt"))
+                self.assertEqual(c.read_final_response().body, f"file {i}\n".encode())
+            # A partial head followed by the rest later is one request (no 408 with a long
+            # header timeout).
+            c.send(b"GET /p7.txt HTTP/1.1\r\n")
+            c.send(b"Host: x\r\n\r\n")
+            self.assertEqual(c.read_final_response().body, b"file 7\n")
+
+    def test_request_split_across_many_sends(self):
+        req = build_request("GET", "/p9.txt")
+        with Conn(self.server.port) as c:
+            c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for b in req:
+                c.send(bytes([b]))
+            self.assertEqual(c.read_final_response().body, b"file 9\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,530 @@
+// The guestbook stores against the real thing: SQLite on a temporary file, Redis with a
+// redis-server started for each test (redis_fixture.hpp).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis_fixture.hpp"
+#include "store/store.hpp"
+
+namespace {
+
+using spoold::store::entry;
+using spoold::store::open_store;
+using spoold::store::page;
+using spoold::store::unavailable;
+
+std::vector<std::string> names_of(const page& p) {
+  std::vector<std::string> names;
+  for (const entry& e : p.entries) names.push_back(e.name);
+  return names;
+}
+
+// The message of the unavailable a call throws ("" if it throws nothing).
+template <class F>
+std::string unavailable_message(F&& f) {
+  try {
+    f();
+  } catch (const unavailable& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// open_store: specs
+
+TEST(StoreSpec, RejectsMalformedSpecsWithInvalidArgument) {
+  for (const char* spec :
+       {"", "sqlite", "sqlite:", "sqlite::memory:", "mysql://localhost", "redis:", "redis://",
+        "redis://:6379", "redis://host:", "redis://host:0", "redis://host:65536",
+        "redis://host:12ab", "redis://host:-1", "redis://host/0", "redis://user@host",
+        "redis://[::1", "redis://[::1]x", "REDIS://host", "/tmp/guestbook.db"}) {
+    EXPECT_THROW(open_store(spec), std::invalid_argument) << "spec: \"" << spec << "\"";
+  }
+}
+
+TEST(StoreSpec, InvalidArgumentMessageNamesTheSpecAndTheForms) {
+  try {
+    open_store("mysql://localhost");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("mysql://localhost"), std::string::npos) << what;
+    EXPECT_NE(what.find("sqlite:PATH"), std::string::npos) << what;
+  }
+}
+
+TEST(StoreSpec, RedisOpensWithoutAServerAndDefaultsThePort) {
+  // Opening never connects, so these need no server.
+  EXPECT_EQ(open_store("redis://127.0.0.1")->describe(), "redis://127.0.0.1:6379");
+  EXPECT_EQ(open_store("redis://localhost:7000")->describe(), "redis://localhost:7000");
+  EXPECT_EQ(open_store("redis://[::1]:7001")->describe(), "redis://[::1]:7001");
+  EXPECT_EQ(open_store("redis://[::1]")->describe(), "redis://[::1]:6379");
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite
+
+class SqliteStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "spoold-store-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "mkdtemp: " << std::strerror(errno);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  [[nodiscard]] std::string db_path() const { return (dir_ / "guestbook.db").string(); }
+  [[nodiscard]] std::string spec() const { return "sqlite:" + db_path(); }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(SqliteStore, RoundTrip) {
+  auto s = open_store(spec());
+  EXPECT_EQ(s->describe(), spec());
+
+  page first = s->visit(10);
+  EXPECT_EQ(first.visitor_count, 1u);
+  EXPECT_EQ(first.total_entries, 0u);
+  EXPECT_TRUE(first.entries.empty());
+
+  s->add_entry({"Ann", "Hello,\nworld! <b>&amp;</b> \xc3\xa9"});
+  s->add_entry({"Bob", "second"});
+  const page second = s->visit(10);
+  EXPECT_EQ(second.visitor_count, 2u);
+  EXPECT_EQ(second.total_entries, 2u);
+  ASSERT_EQ(second.entries.size(), 2u);
+  EXPECT_EQ(second.entries[0].name, "Ann");
+  EXPECT_EQ(second.entries[0].remarks, "Hello,\nworld! <b>&amp;</b> \xc3\xa9");
+  EXPECT_EQ(second.entries[1].name, "Bob");
+  EXPECT_EQ(second.entries[1].remarks, "second");
+}
+
+TEST_F(SqliteStore, VisitReturnsTheLastEntriesOldestFirst) {
+  auto s = open_store(spec());
+  for (int i = 0; i < 10; ++i) s->add_entry({"n" + std::to_string(i), "r"});
+
+  const page p = s->visit(3);
+  EXPECT_EQ(p.total_entries, 10u);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"n7", "n8", "n9"}));
+
+  const page all = s->visit(100);
+  EXPECT_EQ(all.entries.size(), 10u);
+  EXPECT_EQ(all.entries.front().name, "n0");
+  EXPECT_EQ(all.entries.back().name, "n9");
+
+  const page none = s->visit(0);
+  EXPECT_TRUE(none.entries.empty());
+  EXPECT_EQ(none.total_entries, 10u);
+}
+
+TEST_F(SqliteStore, EveryVisitCountsOnceAndPingDoesNot) {
+  auto s = open_store(spec());
+  for (std::uint64_t i = 1; i <= 5; ++i) EXPECT_EQ(s->visit(1).visitor_count, i);
+  EXPECT_TRUE(s->ping());
+  EXPECT_TRUE(s->ping());
+  EXPECT_EQ(s->visit(1).visitor_count, 6u);
+}
+
+TEST_F(SqliteStore, ConcurrentAddsAndVisitsKeepExactTotals) {
+  constexpr int threads = 8;
+  constexpr int adds = 40;
+  auto s = open_store(spec());
+  std::latch go(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      go.arrive_and_wait();  // all threads start together, for maximal contention
+      for (int i = 0; i < adds; ++i) {
+        s->add_entry({"t" + std::to_string(t), std::to_string(i)});
+        const page p = s->visit(5);
+        EXPECT_LE(p.entries.size(), 5u);
+        EXPECT_GE(p.total_entries, static_cast<std::uint64_t>(i + 1));
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+
+  const page p = s->visit(threads * adds);
+  EXPECT_EQ(p.visitor_count, static_cast<std::uint64_t>(threads * adds + 1));
+  EXPECT_EQ(p.total_entries, static_cast<std::uint64_t>(threads * adds));
+  ASSERT_EQ(p.entries.size(), static_cast<std::size_t>(threads * adds));
+  // Each thread's entries appear exactly once and in the order it added them.
+  std::vector<int> next(threads, 0);
+  for (const entry& e : p.entries) {
+    const int t = std::stoi(e.name.substr(1));
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, threads);
+    EXPECT_EQ(e.remarks, std::to_string(next[t])) << "thread " << t;
+    ++next[t];
+  }
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(next[t], adds) << "thread " << t;
+}
+
+TEST_F(SqliteStore, EntriesSurviveReopeningTheFile) {
+  {
+    auto s = open_store(spec());
+    s->add_entry({"Ann", "before"});
+    s->visit(1);
+    // A second instance on the same file sees committed entries while the first is open.
+    auto other = open_store(spec());
+    EXPECT_EQ(names_of(other->visit(10)), (std::vector<std::string>{"Ann"}));
+  }
+  auto reopened = open_store(spec());
+  reopened->add_entry({"Bob", "after"});
+  const page p = reopened->visit(10);
+  EXPECT_EQ(p.visitor_count, 3u);
+  EXPECT_EQ(p.total_entries, 2u);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"Ann", "Bob"}));
+}
+
+TEST_F(SqliteStore, FileIsInWalMode) {
+  auto s = open_store(spec());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db_path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST_F(SqliteStore, UncreatableFileThrowsUnavailable) {
+  // A path under a regular file cannot be created, even by root (tests may run as root, for
+  // whom permission bits do not stop anything).
+  const std::filesystem::path file = dir_ / "plain-file";
+  std::ofstream(file) << "not a directory";
+  const std::string message =
+      unavailable_message([&] { open_store("sqlite:" + (file / "guestbook.db").string()); });
+  EXPECT_NE(message.find("sqlite"), std::string::npos) << message;
+  EXPECT_NE(message.find("guestbook.db"), std::string::npos) << message;
+}
+
+TEST_F(SqliteStore, SqliteErrorsAreUnavailableAndTheStoreRecovers) {
+  auto s = open_store(spec());
+  s->add_entry({"Ann", "one"});
+  s->visit(10);  // this thread now has a connection with prepared statements
+
+  // Break the schema behind the store's back, then repair it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE entries RENAME TO moved", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const std::string message = unavailable_message([&] { s->visit(10); });
+  EXPECT_NE(message.find("no such table"), std::string::npos) << message;
+  EXPECT_FALSE(unavailable_message([&] { s->add_entry({"Bob", "two"}); }).empty());
+  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE moved RENAME TO entries", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+
+  s->add_entry({"Cid", "three"});
+  const page p = s->visit(10);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"Ann", "Cid"}));
+  EXPECT_EQ(p.total_entries, 2u);  // the failed add_entry counted nothing
+}
+
+TEST_F(SqliteStore, ThreadsMayOutliveTheStoreAndUseANewOne) {
+  auto first = open_store(spec());
+  std::latch used_first(1);
+  std::latch first_destroyed(1);
+  std::latch used_second(1);
+  std::unique_ptr<spoold::store::store> second;
+  std::thread user([&] {
+    first->add_entry({"Ann", "from a thread"});
+    used_first.count_down();
+    first_destroyed.wait();
+    second->add_entry({"Bob", "same thread, new store"});
+    used_second.count_down();
+  });
+  used_first.wait();
+  first.reset();  // closes the thread's connection while the thread lives on
+  second = open_store(spec());
+  first_destroyed.count_down();
+  used_second.wait();
+  user.join();  // the thread exits after the store it used first is gone
+  EXPECT_EQ(names_of(second->visit(10)), (std::vector<std::string>{"Ann", "Bob"}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis
+
+class RedisStore : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The store requires it of its process (store.hpp); spoold does the same at startup.
+    signal(SIGPIPE, SIG_IGN);
+  }
+  void SetUp() override {
+    const std::string binary = spoold_test::find_redis_server();
+    if (binary.empty()) GTEST_SKIP() << "redis-server is not installed";
+    server_ = std::make_unique<spoold_test::redis_server>(binary);
+  }
+
+  [[nodiscard]] spoold::store::redis_options options() const {
+    spoold::store::redis_options o;
+    o.port = server_->port();
+    return o;
+  }
+
+  std::unique_ptr<spoold_test::redis_server> server_;
+};
+
+TEST_F(RedisStore, RoundTripUsesZeroHttpdKeys) {
+  auto s = open_store(server_->spec());
+  EXPECT_EQ(s->describe(), server_->spec());
+  s->add_entry({"Ann", "Hello,\nworld!"});
+  s->add_entry({"Bob", "second"});
+  const page p = s->visit(10);
+  EXPECT_EQ(p.visitor_count, 1u);
+  EXPECT_EQ(p.total_entries, 2u);
+  ASSERT_EQ(p.entries.size(), 2u);
+  EXPECT_EQ(p.entries[0].name, "Ann");
+  EXPECT_EQ(p.entries[0].remarks, "Hello,\nworld!");
+  EXPECT_EQ(p.entries[1].name, "Bob");
+
+  spoold_test::redis_client raw(server_->port());
+  auto list = raw.command({"LRANGE", "guestbook_remarks", "0", "-1"});
+  ASSERT_EQ(list->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(list->elements, 2u);
+  EXPECT_EQ(std::string(list->element[0]->str, list->element[0]->len), "Ann\nHello,\nworld!");
+  EXPECT_EQ(std::string(list->element[1]->str, list->element[1]->len), "Bob\nsecond");
+  auto count = raw.command({"GET", "visitor_count"});
+  ASSERT_EQ(count->type, REDIS_REPLY_STRING);
+  EXPECT_STREQ(count->str, "1");
+}
+
+TEST_F(RedisStore, ElementWithoutNewlineIsRemarksWithoutName) {
+  spoold_test::redis_client raw(server_->port());
+  raw.command({"RPUSH", "guestbook_remarks", "written by ZeroHTTPd"});
+  raw.command({"SET", "visitor_count", "41"});
+  auto s = open_store(server_->spec());
+  const page p = s->visit(10);
+  EXPECT_EQ(p.visitor_count, 42u);
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries[0].name, "");
+  EXPECT_EQ(p.entries[0].remarks, "written by ZeroHTTPd");
+}
+
+TEST_F(RedisStore, VisitReturnsTheLastEntriesOldestFirst) {
+  auto s = open_store(server_->spec());
+  for (int i = 0; i < 10; ++i) s->add_entry({"n" + std::to_string(i), "r"});
+  const page p = s->visit(3);
+  EXPECT_EQ(p.total_entries, 10u);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"n7", "n8", "n9"}));
+  EXPECT_EQ(s->visit(100).entries.size(), 10u);
+  const page none = s->visit(0);  // not "LRANGE -0 -1", which would be the whole list
+  EXPECT_TRUE(none.entries.empty());
+  EXPECT_EQ(none.total_entries, 10u);
+  EXPECT_EQ(none.visitor_count, 3u);
+}
+
+TEST_F(RedisStore, ConcurrentAddsAndVisitsKeepExactTotals) {
+  constexpr int threads = 8;
+  constexpr int adds = 40;
+  auto s = open_store(server_->spec());
+  std::latch go(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      go.arrive_and_wait();
+      for (int i = 0; i < adds; ++i) {
+        s->add_entry({"t" + std::to_string(t), std::to_string(i)});
+        const page p = s->visit(5);
+        EXPECT_LE(p.entries.size(), 5u);
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const page p = s->visit(threads * adds);
+  EXPECT_EQ(p.visitor_count, static_cast<std::uint64_t>(threads * adds + 1));
+  EXPECT_EQ(p.total_entries, static_cast<std::uint64_t>(threads * adds));
+  std::vector<int> next(threads, 0);
+  for (const entry& e : p.entries) {
+    const int t = std::stoi(e.name.substr(1));
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, threads);
+    EXPECT_EQ(e.remarks, std::to_string(next[t])) << "thread " << t;
+    ++next[t];
+  }
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(next[t], adds) << "thread " << t;
+}
+
+// The number of clients the server sees, polled until it equals `want` or 20 s pass: the server
+// notices a closed connection only when it next reads from it.
+long connected_clients_eventually(spoold_test::redis_client& raw, long want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  long clients = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto info = raw.command({"INFO", "clients"});
+    const std::string text(info->str, info->len);
+    const std::string key = "connected_clients:";
+    const std::size_t at = text.find(key);
+    if (at == std::string::npos) return -1;
+    clients = std::stol(text.substr(at + key.size()));
+    if (clients == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return clients;
+}
+
+TEST_F(RedisStore, AConnectionPerThreadClosedWhenTheThreadExits) {
+  constexpr int threads = 4;
+  spoold_test::redis_client raw(server_->port());
+  auto s = open_store(server_->spec());
+  std::latch used(threads);
+  std::latch finish(1);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      s->visit(1);
+      s->visit(1);  // the same connection again
+      used.count_down();
+      finish.wait();
+    });
+  }
+  used.wait();
+  EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
+  finish.count_down();
+  for (std::thread& w : workers) w.join();
+  EXPECT_EQ(connected_clients_eventually(raw, 1), 1);  // each exiting thread closed its own
+  EXPECT_EQ(s->visit(1).visitor_count, static_cast<std::uint64_t>(2 * threads + 1));
+}
+
+TEST_F(RedisStore, DestroyingTheStoreClosesEveryThreadsConnection) {
+  constexpr int threads = 4;
+  spoold_test::redis_client raw(server_->port());
+  auto s = open_store(server_->spec());
+  std::latch used(threads);
+  std::latch finish(1);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      s->visit(1);
+      used.count_down();
+      finish.wait();  // alive while the store goes away
+    });
+  }
+  used.wait();
+  EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
+  s.reset();
+  EXPECT_EQ(connected_clients_eventually(raw, 1), 1);
+  finish.count_down();
+  for (std::thread& w : workers) w.join();
+}
+
+TEST_F(RedisStore, PingTellsUpFromDown) {
+  auto s = open_store(server_->spec());
+  EXPECT_TRUE(s->ping());
+  server_->stop();
+  EXPECT_FALSE(s->ping());
+}
+
+TEST_F(RedisStore, ServerDownMakesCallsThrowUnavailable) {
+  auto s = open_store(server_->spec());
+  s->add_entry({"Ann", "before"});
+  server_->stop();
+  const std::string message = unavailable_message([&] { s->visit(10); });
+  EXPECT_NE(message.find(server_->spec()), std::string::npos) << message;
+  EXPECT_FALSE(unavailable_message([&] { s->add_entry({"Bob", "during"}); }).empty());
+  EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());
+}
+
+TEST_F(RedisStore, ServerNeverUpMakesCallsThrowUnavailable) {
+  server_->stop();  // nothing listens on the port
+  auto s = open_store(server_->spec());
+  EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());
+  EXPECT_FALSE(s->ping());
+}
+
+TEST_F(RedisStore, DuringBackoffCallsFailWithoutConnecting) {
+  spoold::store::redis_options o = options();
+  o.backoff_initial = std::chrono::hours(1);  // longer than the test: no retry in between
+  o.backoff_max = std::chrono::hours(1);
+  auto s = spoold::store::open_redis_store(o);
+  s->visit(1);
+  server_->restart();  // the store's connection is now dead, the server up again
+  EXPECT_FALSE(unavailable_message([&] { s->visit(1); }).empty());  // the dead connection
+  // The server is up, yet the store does not try it: it is backing off.
+  const std::string message = unavailable_message([&] { s->visit(1); });
+  EXPECT_NE(message.find("next attempt in"), std::string::npos) << message;
+  EXPECT_FALSE(s->ping());
+  spoold_test::redis_client raw(server_->port());
+  EXPECT_EQ(raw.command({"GET", "visitor_count"})->type, REDIS_REPLY_NIL);  // nothing reached it
+}
+
+TEST_F(RedisStore, CallsSucceedAgainAfterTheServerReturns) {
+  auto s = open_store(server_->spec());
+  s->add_entry({"Ann", "before"});
+  server_->stop();
+  EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());
+  server_->start();  // same port, empty (no persistence)
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool recovered = false;
+  while (!recovered && std::chrono::steady_clock::now() < deadline) {
+    try {
+      s->add_entry({"Bob", "after"});
+      recovered = true;
+    } catch (const unavailable&) {
+      // Backing off: fails at once. Poll again shortly.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_TRUE(recovered) << "the store did not reconnect within 30 s";
+  const page p = s->visit(10);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"Bob"}));
+  EXPECT_TRUE(s->ping());
+}
+
+TEST_F(RedisStore, StalledServerTimesOutInsteadOfHanging) {
+  // A listening socket that never accepts: the kernel completes the handshake, but nothing
+  // ever answers, so only the command timeout ends the call.
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 16), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+
+  spoold::store::redis_options o;
+  o.port = ntohs(addr.sin_port);
+  o.command_timeout = std::chrono::milliseconds(200);
+  auto s = spoold::store::open_redis_store(o);
+  EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());
+  EXPECT_FALSE(s->ping());
+  close(listener);
+}
+
+TEST_F(RedisStore, ErrorRepliesAreUnavailable) {
+  spoold_test::redis_client raw(server_->port());
+  raw.command({"SET", "guestbook_remarks", "not a list"});
+  auto s = open_store(server_->spec());
+  const std::string message = unavailable_message([&] { s->visit(10); });
+  EXPECT_NE(message.find("WRONGTYPE"), std::string::npos) << message;
+}
+
+}  // namespace
