@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -56,10 +57,25 @@ struct request_info {
   std::string log_line;  // "GET /x HTTP/1.1", only when access logging is on
 };
 
+// Request bytes: grows by doubling and never zero-fills what recv is about to overwrite.
+struct input_buffer {
+  std::unique_ptr<char[]> bytes;
+  std::size_t capacity = 0;
+
+  [[nodiscard]] std::size_t size() const { return capacity; }
+  [[nodiscard]] char* data() { return bytes.get(); }
+  void grow(std::size_t new_capacity, std::size_t used) {
+    auto bigger = std::make_unique_for_overwrite<char[]>(new_capacity);
+    if (used > 0) std::memcpy(bigger.get(), bytes.get(), used);
+    bytes = std::move(bigger);
+    capacity = new_capacity;
+  }
+};
+
 struct connection {
   int fd = -1;
   sockaddr_in peer{};
-  std::vector<char> in;
+  input_buffer in;
   std::size_t in_start = 0;
   std::size_t in_end = 0;
   std::string out;
@@ -74,6 +90,7 @@ struct connection {
   bool lingering = false;          // our side is shut; reading until the client closes
   bool peer_closed = false;        // the client shut its side (read returned 0)
   bool continue_sent = false;
+  bool nodelay = false;  // TCP_NODELAY set: only once the connection is kept alive
   // The socket may hold bytes we have not read: set by an input edge, cleared by a short read
   // or EAGAIN. Without it every request would cost a second recv that returns EAGAIN.
   bool readable = false;
@@ -122,6 +139,7 @@ class event_loop {
   void close_connection(connection* c);
   void free_if_unreferenced(connection* c);
   void close_if_idle(connection* c);
+  static void set_nodelay(connection* c);
   void sweep(clock::time_point now);
   void begin_shutdown();
   void enqueue(connection* c);
@@ -370,8 +388,6 @@ void event_loop::accept_all() {
       ctx_.counters.record_response(503, refused_response.size());
       continue;
     }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto* c = new connection;
     c->fd = fd;
     c->peer = peer;
@@ -434,7 +450,7 @@ void event_loop::read_input(connection* c) {
       }
       if (c->in.size() - c->in_end < read_chunk) {
         if (c->in.size() >= cap) return;  // the parser rejects a request this large
-        c->in.resize(std::min(cap, std::max(c->in.size() * 2, c->in_end + read_chunk)));
+        c->in.grow(std::min(cap, std::max(c->in.size() * 2, c->in_end + read_chunk)), c->in_end);
       }
     }
     const std::size_t room = c->in.size() - c->in_end;
@@ -483,6 +499,7 @@ void event_loop::serve(connection* c) {
     http::parse_result res = http::parse_request(buffer, ctx_.opts.limits, request_);
     if (res.status == http::parse_status::incomplete) {
       if (res.needs_continue && !c->continue_sent) {
+        set_nodelay(c);  // the answer follows in a second write
         c->out.append("HTTP/1.1 100 Continue\r\n\r\n");
         c->continue_sent = true;
       }
@@ -571,6 +588,9 @@ void event_loop::respond(connection* c, const request_info& info, http::response
       c->out.append(r.memory_body());
     }
   }
+  // A connection that lives on gets its next answer without waiting on Nagle's algorithm; one
+  // that closes after a single write does not need the system call.
+  if (keep) set_nodelay(c);
   ctx_.counters.record_response(r.status, bytes);
   if (ctx_.log) ctx_.log->record(format_ipv4(c->peer), info.log_line, r.status, body_bytes);
   if (!keep) c->close_after_write = true;
@@ -639,6 +659,13 @@ void event_loop::finish_or_linger(connection* c) {
   c->linger_until = clock::now() + linger_time;
   c->in_start = c->in_end = 0;
   read_input(c);
+}
+
+void event_loop::set_nodelay(connection* c) {
+  if (c->nodelay) return;
+  int one = 1;
+  ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c->nodelay = true;
 }
 
 void event_loop::enqueue(connection* c) {
