@@ -367,6 +367,7 @@ parse_result parse_request(std::string_view buffer, const limits& lim, request& 
   if (body_have < out.content_length) {
     parse_result r;
     r.needs_continue = out.expect_continue && body_have == 0;
+    r.needed = head_end + static_cast<std::size_t>(out.content_length);
     return r;
   }
   out.body = buffer.substr(head_end, static_cast<std::size_t>(out.content_length));

@@ -51,6 +51,10 @@ struct parse_result {
   // byte of that body has arrived yet. The connection sends "100 Continue" once per request
   // (a second parse before the client reacts says the same again).
   bool needs_continue = false;
+  // Incomplete with the head complete: the buffer length at which this request will be whole
+  // (head + body). 0 while the head itself is incomplete. Lets a caller skip parsing again
+  // until the body has arrived.
+  std::size_t needed = 0;
   // On error: 400 malformed (bad request line, bad header, bad percent-encoding, NUL in the
   // path, a path that climbs above '/', conflicting Content-Length, missing or repeated Host on
   // HTTP/1.1, too many empty lines before the request line), 411 (a body announced with

@@ -90,7 +90,13 @@ struct connection {
   bool lingering = false;          // our side is shut; reading until the client closes
   bool peer_closed = false;        // the client shut its side (read returned 0)
   bool continue_sent = false;
-  bool nodelay = false;  // TCP_NODELAY set: only once the connection is kept alive
+  // How far the last incomplete parse got, so a request that trickles in is not parsed again
+  // for every few bytes (that would be quadratic in the head's size): bytes of the request
+  // already looked at, and the length at which its body is complete (0: head incomplete).
+  std::size_t parsed_upto = 0;
+  std::size_t needed = 0;
+  bool nodelay = false;
+  bool output_stalled = false;  // serve() stopped for output to drain, with requests waiting  // TCP_NODELAY set: only once the connection is kept alive
   // The socket may hold bytes we have not read: set by an input edge, cleared by a short read
   // or EAGAIN. Without it every request would cost a second recv that returns EAGAIN.
   bool readable = false;
@@ -140,6 +146,7 @@ class event_loop {
   void free_if_unreferenced(connection* c);
   void close_if_idle(connection* c);
   static void set_nodelay(connection* c);
+  [[nodiscard]] bool worth_parsing(const connection* c, std::string_view buffer) const;
   void sweep(clock::time_point now);
   void begin_shutdown();
   void enqueue(connection* c);
@@ -483,7 +490,10 @@ void event_loop::serve(connection* c) {
   int served = 0;
   for (;;) {
     if (c->job_pending || c->close_after_write) break;
-    if (c->out.size() - c->out_sent > output_high_water || c->file) break;
+    if (c->out.size() - c->out_sent > output_high_water || c->file) {
+      c->output_stalled = true;  // flush() resumes once the output drained
+      break;
+    }
     if (!c->has_input()) {
       if (c->peer_closed || !c->readable) break;
       // Bytes left in the socket while the job ran or output was backed up.
@@ -496,7 +506,10 @@ void event_loop::serve(connection* c) {
       break;
     }
     std::string_view buffer(c->in.data() + c->in_start, c->in_end - c->in_start);
+    if (!worth_parsing(c, buffer)) break;
     http::parse_result res = http::parse_request(buffer, ctx_.opts.limits, request_);
+    c->parsed_upto = buffer.size();
+    c->needed = res.needed;
     if (res.status == http::parse_status::incomplete) {
       if (res.needs_continue && !c->continue_sent) {
         set_nodelay(c);  // the answer follows in a second write
@@ -518,6 +531,8 @@ void event_loop::serve(connection* c) {
     }
     handled h = ctx_.application.handle(request_);
     c->continue_sent = false;
+    c->parsed_upto = 0;
+    c->needed = 0;
     dispatch(c, request_, std::move(h));
     c->in_start += res.consumed;
     if (c->has_input()) c->head_started = clock::now();
@@ -640,9 +655,10 @@ void event_loop::flush(connection* c) {
     return;
   }
   if (c->job_pending) return;
-  if (c->has_input()) {
+  if (c->output_stalled) {
+    c->output_stalled = false;
     enqueue(c);
-  } else if (c->peer_closed) {
+  } else if (!c->has_input() && c->peer_closed) {
     close_connection(c);  // the client is done and has every answer
   }
 }
@@ -659,6 +675,17 @@ void event_loop::finish_or_linger(connection* c) {
   c->linger_until = clock::now() + linger_time;
   c->in_start = c->in_end = 0;
   read_input(c);
+}
+
+// After an incomplete parse, parsing again only helps once the body is all here, or (head still
+// incomplete) once a line ended or the request line's limit was passed; the first look at a
+// request always parses, so junk is refused at once.
+bool event_loop::worth_parsing(const connection* c, std::string_view buffer) const {
+  if (c->parsed_upto == 0 || buffer.size() < c->parsed_upto || c->peer_closed) return true;
+  if (c->needed > 0) return buffer.size() >= c->needed;
+  if (buffer.size() > ctx_.opts.limits.max_request_line) return true;
+  std::string_view fresh = buffer.substr(c->parsed_upto);
+  return fresh.find('\n') != std::string_view::npos;
 }
 
 void event_loop::set_nodelay(connection* c) {

@@ -3,6 +3,7 @@ clients that read nothing neither hold up others nor stay open past --write-time
 
 import os
 import socket
+import time
 
 from spoold_harness import (HELLO, SCALE, Conn, ServerTestCase, build_request, main,
                             wait_until)
@@ -127,6 +128,28 @@ class LongIdleTimeoutTest(ServerTestCase):
             c.send(b"GET /p7.txt HTTP/1.1\r\n")
             c.send(b"Host: x\r\n\r\n")
             self.assertEqual(c.read_final_response().body, b"file 7\n")
+
+    def test_waiting_for_the_rest_of_a_request_costs_no_cpu(self):
+        # A half-sent request must leave the loop asleep in epoll_wait, not polling the
+        # connection (a bug once made this burn a whole core until the header timeout).
+        def cpu_seconds():
+            with open(f"/proc/{self.server.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        with Conn(self.server.port) as c:
+            c.send(b"GET /p3.txt HTTP/1.1\r\nHost: x\r\n")
+            wait_until(lambda: int(self.server.metrics()["spoold_connections_open"]) >= 2,
+                       10, "the half-sent request's connection to be open")
+            before = cpu_seconds()
+            window = 1.0
+            time.sleep(window)  # the observation window, not a synchronisation
+            used = cpu_seconds() - before
+            self.assertLess(used, 0.25 * window,
+                            f"spoold used {used:.2f} s of CPU in {window} s while a request was "
+                            "half-sent")
+            c.send(b"\r\n")
+            self.assertEqual(c.read_final_response().body, b"file 3\n")
 
     def test_request_split_across_many_sends(self):
         req = build_request("GET", "/p9.txt")
