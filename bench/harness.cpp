@@ -118,6 +118,18 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
   } else if (flag == "--spoold" || flag == "--root") {
     if (value.empty()) usage_error(o, std::string(flag) + " needs a path");
     (flag == "--spoold" ? o.spoold_path : o.site_root) = value;
+  } else if (flag == "--reps") {
+    o.reps = parse_count(o, flag, value);
+    if (*o.reps < 1 || *o.reps > 1'000'000) usage_error(o, "--reps wants a count in 1..1000000");
+  } else if (flag == "--forms") {
+    o.siege_forms = split(value);
+    for (const std::string& f : o.siege_forms)
+      if (f != "reps" && f != "time")
+        usage_error(o, "--forms wants reps and/or time, not '" + f + "'");
+  } else if (flag == "--original") {
+    if (value != "iterative" && value != "threaded")
+      usage_error(o, "--original wants iterative or threaded, not '" + value + "'");
+    o.original_model = value;
   } else if (flag == "--file") {
     if (value.empty() || value.front() != '/')
       usage_error(o, "--file wants a URL path starting with '/', not '" + value + "'");

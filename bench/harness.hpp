@@ -44,6 +44,10 @@ struct options {
   std::vector<std::string> servers;           // "spoold", "nginx"
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
+  // siege: repetitions per user in the one-shot form (-r), which forms, the paper's "original".
+  std::optional<std::uint64_t> reps;
+  std::vector<std::string> siege_forms;  // "reps", "time"
+  std::string original_model;            // spoold --model for the original server
 
   template <class T>
   T by_size(T full, T quick, T tiny) const {

@@ -142,6 +142,21 @@ void forget_group(pid_t group) {
   }
 }
 
+// spool-bench's environment with `changes` ("NAME=VALUE") replacing entries of the same name.
+std::vector<std::string> environment_with(const std::vector<std::string>& changes) {
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const bool replaced = std::any_of(changes.begin(), changes.end(), [&](const std::string& c) {
+      return name_of(c) == name_of(entry);
+    });
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), changes.begin(), changes.end());
+  return env;
+}
+
 }  // namespace
 
 std::string exit_status::describe() const {
@@ -178,9 +193,14 @@ child_process::child_process(const launch& how) {
   std::vector<char*> argv;
   for (const std::string& a : how.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> env = environment_with(how.environment);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   install_cleanup_handlers();
   // spawnp: "wrk" is found on PATH; a path with a slash is taken as it is.
-  if (int e = posix_spawnp(&pid_, argv[0], &setup.actions_, &setup.attr_, argv.data(), environ))
+  if (int e = posix_spawnp(&pid_, argv[0], &setup.actions_, &setup.attr_, argv.data(),
+                           how.environment.empty() ? environ : envp.data()))
     fail("cannot start " + how.argv[0], e);
   remember_group(pid_);
   if (out) stdout_fd_ = out->release_read_end();  // the write end closes with `out`
@@ -222,6 +242,21 @@ std::optional<std::string> child_process::read_line(clock::time_point deadline) 
 std::string child_process::read_all() {
   if (stdout_fd_ < 0) throw std::logic_error("child_process: stdout is not captured");
   while (!stdout_eof_) read_some();
+  return std::exchange(pending_, {});
+}
+
+std::optional<std::string> child_process::read_all(clock::time_point deadline) {
+  if (stdout_fd_ < 0) throw std::logic_error("child_process: stdout is not captured");
+  while (!stdout_eof_) {
+    pollfd p{stdout_fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, millis_until(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) fail("poll", errno);
+    if (ready > 0)
+      read_some();
+    else if (clock::now() >= deadline)
+      return std::nullopt;
+  }
   return std::exchange(pending_, {});
 }
 
@@ -311,8 +346,14 @@ double process_tree_cpu_seconds(pid_t root) {
     fields >> state >> ppid;
     for (int i = 5; i <= 13; ++i) fields >> skip;
     unsigned long long utime = 0, stime = 0;
-    if (!(fields >> utime >> stime)) continue;
-    procs[static_cast<pid_t>(pid)] = {static_cast<pid_t>(ppid), static_cast<double>(utime + stime)};
+    long long cutime = 0, cstime = 0;
+    if (!(fields >> utime >> stime >> cutime >> cstime)) continue;
+    // cutime and cstime: the CPU of children this process has reaped. A server that forks a
+    // process per connection (spoold --model forking) would otherwise lose each child's CPU
+    // the moment it is reaped, and its figure could even go down.
+    procs[static_cast<pid_t>(pid)] = {
+        static_cast<pid_t>(ppid),
+        static_cast<double>(utime + stime) + static_cast<double>(std::max(0LL, cutime + cstime))};
   }
   closedir(dir);
 
@@ -332,7 +373,11 @@ double process_tree_cpu_seconds(pid_t root) {
 std::string version_line(const std::string& program, const std::string& flag) {
   try {
     child_process child({{program, flag}, "", true, true, ""});
-    const std::string text = child.read_all();
+    // A version line comes at once; a program that hangs instead is killed by the destructor.
+    const std::optional<std::string> output =
+        child.read_all(child_process::clock::now() + std::chrono::seconds(10));
+    if (!output) return "";
+    const std::string& text = *output;
     child.wait();
     std::string line = text.substr(0, text.find('\n'));
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();

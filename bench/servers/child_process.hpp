@@ -34,6 +34,8 @@ class child_process {
     bool capture_stdout = false;    // a pipe, read with read_line() / read_all()
     bool stderr_to_stdout = false;  // stderr into the same pipe (capture_stdout required)
     std::string stderr_file;        // otherwise a file, or empty: spool-bench's stderr
+    // "NAME=VALUE" entries that replace or add to spool-bench's environment (siege's HOME).
+    std::vector<std::string> environment = {};
   };
   using clock = std::chrono::steady_clock;
 
@@ -49,6 +51,8 @@ class child_process {
   std::optional<std::string> read_line(clock::time_point deadline);
   // The rest of the captured stdout, up to end of file (the child's exit).
   std::string read_all();
+  // The same, unless the deadline passes first: then nullopt (what was read stays pending).
+  std::optional<std::string> read_all(clock::time_point deadline);
 
   void signal(int sig);        // to the child itself; throws if it cannot be sent
   void signal_group(int sig);  // to its whole process group
@@ -71,7 +75,8 @@ class child_process {
 };
 
 // utime + stime, in seconds, of `root` and every process descended from it that is still
-// alive (all threads of each), from /proc/PID/stat.
+// alive (all threads of each), plus the CPU of the children they reaped (cutime + cstime),
+// from /proc/PID/stat.
 double process_tree_cpu_seconds(pid_t root);
 
 // The first line a program prints for `--version` or `-v` (nginx and wrk print theirs on

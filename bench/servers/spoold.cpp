@@ -2,9 +2,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <stdexcept>
+
+#include "servers/lab.hpp"
 
 namespace bench {
 
@@ -26,12 +29,43 @@ std::optional<std::uint16_t> listening_port(std::string_view line) {
   return static_cast<std::uint16_t>(port);
 }
 
+spoold_variant spoold_variant_of(const std::string& name) {
+  if (name == "prethreaded-nolock")
+    return {name, "prethreaded", {"--accept-lock", "off"}, "--accept-lock"};
+  return {name, name, {}, ""};
+}
+
+std::vector<std::string> expand_spoold_models(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  const auto add = [&out](const std::string& n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  for (const std::string& n : names) {
+    if (n == "all")
+      for (const std::string& m : spoold_model_names()) add(m);
+    else
+      add(n);
+  }
+  return out;
+}
+
+std::string spoold_help(const std::string& binary) {
+  child_process help(child_process::launch{{binary, "--help"}, "", true, true, ""});
+  std::string text = help.read_all();
+  const exit_status status = help.wait();
+  if (!status.ok())
+    throw std::runtime_error("`" + binary + " --help` ended with " + status.describe());
+  return text;
+}
+
 std::unique_ptr<running_server> start_spoold(const spoold_settings& s) {
   auto dir = std::make_unique<temp_dir>("spool-bench-spoold");
   const std::string log = dir->file("stderr.log");
   std::vector<std::string> argv{s.binary, "--port", "0", "--root", s.root};
   if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
-  const std::string name = s.model.empty() ? "spoold" : "spoold --model " + s.model;
+  argv.insert(argv.end(), s.extra_args.begin(), s.extra_args.end());
+  std::string name = s.model.empty() ? "spoold" : "spoold --model " + s.model;
+  for (const std::string& a : s.extra_args) name += " " + a;
   // stdout is a pipe for the startup line; with no access log (the default) spoold writes one
   // more line at exit, far below what the pipe holds unread.
   auto process =
@@ -42,12 +76,16 @@ std::unique_ptr<running_server> start_spoold(const spoold_settings& s) {
   while (!port) {
     const std::optional<std::string> line = process->read_line(deadline);
     if (!line) {
-      const auto status = process->wait_until(child_process::clock::now());
+      // End of file before the deadline: spoold is exiting; give it a moment to be reaped.
+      const auto now = child_process::clock::now();
+      const auto status = process->wait_until(now < deadline ? now + std::chrono::seconds(2) : now);
       const std::string what =
           status ? name + " exited (" + status->describe() + ") without a startup line"
                  : name + " printed no startup line within 10 s";
+      // Its first complaint on the first line: that line is what a failed point reports.
       const std::string err = read_file(log);
-      throw std::runtime_error(err.empty() ? what : what + "; its stderr:\n" + err);
+      throw std::runtime_error(
+          err.empty() ? what : what + ": " + first_line(err) + "\nits stderr:\n" + err);
     }
     port = listening_port(*line);
   }

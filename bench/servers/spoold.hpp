@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "servers/running_server.hpp"
 
@@ -14,9 +15,34 @@ namespace bench {
 
 struct spoold_settings {
   std::string binary;
-  std::string root;   // --root
-  std::string model;  // --model; empty: spoold's default
+  std::string root;                          // --root
+  std::string model;                         // --model; empty: spoold's default
+  std::vector<std::string> extra_args = {};  // after the rest ("--accept-lock", "off")
 };
+
+// The architectures spoold offers (--model), in the order of the ZeroHTTPd article's table
+// with the default first. Mirrors server/models/registry.cpp: `--models all` means these.
+inline const std::vector<std::string>& spoold_model_names() {
+  static const std::vector<std::string> names{"epoll",    "iterative",   "forking", "preforked",
+                                              "threaded", "prethreaded", "queue",   "poll"};
+  return names;
+}
+
+// One spoold configuration a benchmark names: a model, or a model with options
+// ("prethreaded-nolock": --model prethreaded --accept-lock off).
+struct spoold_variant {
+  std::string name;   // as given: "queue", "prethreaded-nolock"
+  std::string model;  // the --model value
+  std::vector<std::string> extra_args;
+  std::string needs_option;  // an option spoold's --help must list ("--accept-lock"), or ""
+};
+// The variant a --models entry names (any other name is taken as a --model value as it is).
+spoold_variant spoold_variant_of(const std::string& name);
+// Expands "all" into spoold_model_names(), keeping order and dropping repeats.
+std::vector<std::string> expand_spoold_models(const std::vector<std::string>& names);
+
+// `spoold --help` of `binary`; throws std::runtime_error if it cannot be run.
+std::string spoold_help(const std::string& binary);
 
 // The port in spoold's startup line, "spoold: listening on http://127.0.0.1:8080/ (...)";
 // nullopt if the line is not one.

@@ -1,5 +1,7 @@
 #include "servers/wrk.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -60,6 +62,13 @@ std::optional<std::uint64_t> count_after(std::string_view s, std::string_view ke
   if (at == std::string_view::npos) return std::nullopt;
   std::string_view rest = s.substr(at + key.size());
   return take_count(rest);
+}
+
+// The first line that says something, for a one-line reason.
+std::string first_line(std::string_view text) {
+  for (std::string_view line : lines_of(text))
+    if (!line.empty()) return std::string(line.substr(0, 160));
+  return "(no output)";
 }
 
 }  // namespace
@@ -147,19 +156,31 @@ wrk_result run_wrk(const wrk_settings& s) {
   if (s.close_connections) argv.insert(argv.end(), {"-H", "Connection: close"});
   argv.push_back(s.url);
 
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+
   const auto start = std::chrono::steady_clock::now();
   child_process wrk(child_process::launch{argv, "", true, true, ""});
-  const std::string output = wrk.read_all();
+  const auto deadline = start + std::chrono::seconds(s.seconds + s.slack_seconds);
+  const std::optional<std::string> output = wrk.read_all(deadline);
+  if (!output) {
+    wrk.signal_group(SIGKILL);
+    wrk.wait();
+    const std::string why = "wrk still running " + std::to_string(s.slack_seconds) +
+                            " s after its " + std::to_string(s.seconds) + " s: killed";
+    throw wrk_error("`" + command + "`: " + why, why);
+  }
   const exit_status status = wrk.wait();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string command;
-  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   if (!status.ok())
-    throw std::runtime_error("`" + command + "` ended with " + status.describe() + ":\n" + output);
+    throw wrk_error("`" + command + "` ended with " + status.describe() + ":\n" + *output,
+                    "wrk " + status.describe() + ": " + first_line(*output));
   std::string why;
-  auto r = parse_wrk_output(output, &why);
-  if (!r) throw std::runtime_error("`" + command + "`: " + why + " in its output:\n" + output);
+  auto r = parse_wrk_output(*output, &why);
+  if (!r)
+    throw wrk_error("`" + command + "`: " + why + " in its output:\n" + *output,
+                    "wrk's report unreadable (" + why + ")");
   r->client_cpu_s = status.cpu_s;
   r->wall_s = wall;
   return *r;

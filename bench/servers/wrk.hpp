@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,9 @@ struct wrk_settings {
   unsigned connections = 10;       // -c
   unsigned seconds = 10;           // -d; wrk takes whole seconds
   bool close_connections = false;  // -H "Connection: close": one request per connection
+  // wrk still running this long after its -d is killed (with everything it started), so that a
+  // wedged load cannot hang a run.
+  unsigned slack_seconds = 30;
 };
 
 struct wrk_result {
@@ -40,8 +44,20 @@ std::optional<wrk_result> parse_wrk_output(std::string_view text, std::string* w
 // "1.23ms", "456.00us", "2.00s", "1.50m": wrk's durations, in milliseconds.
 std::optional<double> wrk_duration_ms(std::string_view text);
 
-// Runs wrk and waits for it. Throws std::runtime_error (with wrk's output) if it fails or its
-// report cannot be read.
+// A run of wrk that produced no report: what() has the command and wrk's whole output,
+// reason() one line for a table's footnote ("wrk: exit 1: unable to connect ...").
+class wrk_error : public std::runtime_error {
+ public:
+  wrk_error(const std::string& what, std::string reason)
+      : std::runtime_error(what), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+// Runs wrk and waits for it (at most -d plus slack_seconds). Throws wrk_error if it fails, is
+// killed at that deadline, or its report cannot be read.
 wrk_result run_wrk(const wrk_settings& s);
 
 }  // namespace bench

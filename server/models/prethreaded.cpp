@@ -4,10 +4,11 @@
 // accept() at once and the kernel wakes one of them per connection (accept waits are
 // exclusive on Linux, so there is no thundering herd either way). A connection holds its
 // thread until it closes: at most `workers` connections are served at once and the rest wait
-// in the listen backlog (README.md).
+// in the listen backlog (README.md). Past --max-connections (possible only with more workers
+// than that) a thread answers 503 instead of serving.
 #include <unistd.h>
 
-#include <algorithm>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,9 +35,7 @@ class prethreaded_model final : public server_model {
     listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
     set_blocking(listen_fd_, true);
     const std::uint16_t port = local_port(listen_fd_);
-    // More threads than --max-connections would serve more connections than it allows.
-    const std::size_t wanted = ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers;
-    const std::size_t count = std::min<std::size_t>(wanted, ctx_.opts.max_connections);
+    const std::size_t count = ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers;
     flusher_.emplace(ctx_.log);
     threads_.reserve(count);
     try {
@@ -75,7 +74,14 @@ class prethreaded_model final : public server_model {
         got = accept_connection(listen_fd_, stop_, fd, peer);
       }
       if (got == accept_outcome::closed) break;
-      if (got == accept_outcome::accepted) serve_connection(ctx_, stop_, fd, peer);
+      if (got != accept_outcome::accepted) continue;
+      // Only with more threads than --max-connections can a thread be free to refuse.
+      if (serving_.fetch_add(1, std::memory_order_relaxed) >= ctx_.opts.max_connections) {
+        refuse_connection(ctx_, fd);
+      } else {
+        serve_connection(ctx_, stop_, fd, peer);
+      }
+      serving_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
 
@@ -84,6 +90,7 @@ class prethreaded_model final : public server_model {
   int listen_fd_ = -1;
   std::optional<log_flusher> flusher_;
   std::mutex accept_mu_;
+  std::atomic<std::size_t> serving_{0};  // connections being served (or refused) now
   std::vector<std::thread> threads_;
 };
 

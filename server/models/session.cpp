@@ -147,6 +147,11 @@ void http_session::close_connection() noexcept {
   ctx_.counters.connection_closed();
 }
 
+std::size_t http_session::input_cap() const noexcept {
+  // A whole request of the largest allowed size, and room for the next one's first bytes.
+  return ctx_.opts.limits.max_head + ctx_.opts.limits.max_body + read_chunk;
+}
+
 bool http_session::output_backed_up() const noexcept {
   return file_.has_value() || out_.size() - out_sent_ > output_high_water;
 }
@@ -205,7 +210,7 @@ void http_session::read_input(steady_clock::time_point now) {
       return;
     }
   }
-  const std::size_t cap = ctx_.opts.limits.max_head + ctx_.opts.limits.max_body + read_chunk;
+  const std::size_t cap = input_cap();
   if (in_start_ == in_end_) in_start_ = in_end_ = 0;
   if (in_.size() - in_end_ < read_chunk) {
     if (in_start_ > 0) {
@@ -252,6 +257,9 @@ void http_session::serve(int max_requests, steady_clock::time_point now) {
         continue_sent_ = true;
       }
       if (peer_closed_) in_start_ = in_end_;  // half a request, and no more coming
+      // The parser refuses a request this large before it fills the buffer; if it ever did
+      // not, waiting for input that cannot be stored would make poll() spin.
+      if (buffer.size() >= input_cap()) fail_request(431, "The request is too large.");
       break;
     }
     ++served;

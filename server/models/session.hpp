@@ -106,6 +106,7 @@ class http_session {
     return out_sent_ < out_.size() || file_.has_value();
   }
   [[nodiscard]] bool output_backed_up() const noexcept;
+  [[nodiscard]] std::size_t input_cap() const noexcept;
   [[nodiscard]] bool stopping() const noexcept { return stopping_ || stop_.raised(); }
   void read_input(steady_clock::time_point now);
   void respond(const request_info& info, http::response r);

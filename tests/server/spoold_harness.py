@@ -221,6 +221,8 @@ class Spoold:
     def start(self):
         cmd = [spoold_binary(), "--port", str(self.requested_port), "--bind", "127.0.0.1",
                "--root", self.root, "--store", self.store] + self.args
+        # SPOOLD_MODEL runs the same tests against another server architecture (issue 6);
+        # spoold reads the variable itself, so nothing is added to the command line.
         env = dict(os.environ)
         if self.env:
             env.update(self.env)

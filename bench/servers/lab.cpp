@@ -1,0 +1,198 @@
+#include "servers/lab.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "process_stats.hpp"
+#include "servers/nginx.hpp"
+#include "servers/spoold.hpp"
+
+namespace bench {
+
+bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+std::string on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t colon = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, colon - start) + "/" + program;
+    if (colon > start && is_executable(candidate)) return candidate;
+    start = colon + 1;
+  }
+  return "";
+}
+
+void raise_open_file_limit(std::uint64_t connections, const char* who) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    throw std::runtime_error(std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+      throw std::runtime_error(std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < connections + 100)
+    std::fprintf(stderr,
+                 "spool-bench %s: warning: the open-file limit (%llu) is below %llu "
+                 "connections plus slack; expect connect errors (raise `ulimit -Hn`)\n",
+                 who, static_cast<unsigned long long>(lim.rlim_cur),
+                 static_cast<unsigned long long>(connections));
+}
+
+std::string first_line(std::string_view text, std::size_t max) {
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (!line.empty())
+      return line.size() > max ? std::string(line.substr(0, max)) + "..." : std::string(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return "(no message)";
+}
+
+server_kind spoold_kind(const std::string& binary, const std::string& root,
+                        const std::string& variant, const std::vector<std::string>& extra_args) {
+  spoold_settings s{binary, root, "", extra_args};
+  if (!variant.empty()) {
+    const spoold_variant v = spoold_variant_of(variant);
+    s.model = v.model;
+    s.extra_args = v.extra_args;
+    s.extra_args.insert(s.extra_args.end(), extra_args.begin(), extra_args.end());
+  }
+  return {variant.empty() ? "spoold" : "spoold (" + variant + ")", [s] { return start_spoold(s); }};
+}
+
+server_kind nginx_kind(const std::string& binary, const std::string& root) {
+  nginx_settings s;
+  s.binary = binary;
+  s.root = root;
+  s.workers = online_cpus();  // as many as spoold's event loops (its --loops default)
+  return {"nginx", [s] { return start_nginx(s); }};
+}
+
+std::string short_server_name(const std::string& row_name) {
+  const std::string prefix = "spoold (";
+  if (row_name.rfind(prefix, 0) == 0 && row_name.back() == ')')
+    return row_name.substr(prefix.size(), row_name.size() - prefix.size() - 1);
+  return row_name;
+}
+
+std::string server_colour(const std::string& row_name) {
+  // Models in the order of the ZeroHTTPd table, from slow classics to the event loops; nginx
+  // and the default (epoll) keep the colours the other charts give them.
+  static const std::pair<const char*, const char*> colours[] = {{"epoll", "#d62728"},
+                                                                {"iterative", "#7f7f7f"},
+                                                                {"forking", "#8c564b"},
+                                                                {"preforked", "#e377c2"},
+                                                                {"threaded", "#1f77b4"},
+                                                                {"prethreaded", "#17becf"},
+                                                                {"prethreaded-nolock", "#9edae5"},
+                                                                {"queue", "#ff7f0e"},
+                                                                {"poll", "#9467bd"},
+                                                                {"nginx", "#2ca02c"},
+                                                                {"spoold", "#d62728"}};
+  const std::string name = short_server_name(row_name);
+  for (const auto& [n, colour] : colours)
+    if (name == n) return colour;
+  return "#bcbd22";
+}
+
+sample failure_log::failed_sample() { return {NAN, {}}; }
+
+std::string failure_log::key(const std::string& variant, const std::string& peer,
+                             unsigned threads) {
+  return variant + '\n' + peer + '\n' + std::to_string(threads);
+}
+
+void failure_log::fail(const std::string& variant, const std::string& peer, unsigned threads,
+                       const std::string& reason) {
+  failures_[key(variant, peer, threads)].push_back(reason);
+}
+
+void failure_log::remark(const std::string& variant, const std::string& peer, unsigned threads,
+                         const std::string& text) {
+  remarks_[key(variant, peer, threads)].push_back(text);
+}
+
+namespace {
+
+// "a; b" from the distinct entries, in the order first seen.
+std::string distinct_joined(const std::vector<std::string>& texts) {
+  std::vector<std::string> seen;
+  std::string out;
+  for (const std::string& t : texts) {
+    if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+    seen.push_back(t);
+    out += (out.empty() ? "" : "; ") + t;
+  }
+  return out;
+}
+
+}  // namespace
+
+void failure_log::settle(std::vector<row>& rows) const {
+  for (row& r : rows) {
+    const auto before = r.samples.size();
+    std::erase_if(r.samples, [](const sample& s) { return std::isnan(s.value); });
+    const auto failed = before - r.samples.size();
+    if (failed == 0) continue;
+    const auto it = failures_.find(key(r.variant, r.peer, r.threads));
+    const std::string why = it == failures_.end() ? "unknown" : distinct_joined(it->second);
+    if (r.samples.empty()) {
+      r.not_available = "failed: " + why;
+      continue;
+    }
+    for (sample& s : r.samples) s.extras.emplace_back("failed_repeats", double(failed));
+  }
+}
+
+std::size_t failure_log::failures() const {
+  std::size_t n = 0;
+  for (const auto& [point, reasons] : failures_) n += reasons.size();
+  return n;
+}
+
+std::size_t failure_log::remarks() const {
+  std::size_t n = 0;
+  for (const auto& [point, texts] : remarks_) n += texts.size();
+  return n;
+}
+
+std::string failure_log::notes(const std::string& variant, const std::string& peer,
+                               unsigned threads) const {
+  std::vector<std::string> all;
+  const std::string k = key(variant, peer, threads);
+  if (const auto it = failures_.find(k); it != failures_.end()) {
+    const std::size_t n = it->second.size();
+    all.push_back("failed" + (n > 1 ? " in " + std::to_string(n) + " repeats" : std::string()) +
+                  ": " + distinct_joined(it->second));
+  }
+  if (const auto it = remarks_.find(k); it != remarks_.end())
+    all.push_back(distinct_joined(it->second));
+  return distinct_joined(all);
+}
+
+std::string footnotes::mark(const std::string& text) {
+  if (text.empty()) return "";
+  auto it = std::find(texts_.begin(), texts_.end(), text);
+  if (it == texts_.end()) it = texts_.insert(texts_.end(), text);
+  return "[" + std::to_string(it - texts_.begin() + 1) + "]";
+}
+
+void footnotes::print(std::FILE* out) const {
+  for (std::size_t i = 0; i < texts_.size(); ++i)
+    std::fprintf(out, "   [%zu] %s\n", i + 1, texts_[i].c_str());
+}
+
+}  // namespace bench
