@@ -167,6 +167,11 @@ std::string variant_of(const std::string& form, const std::string& mode, std::ui
   return form + " " + mode + " c=" + std::to_string(users);
 }
 
+std::string form_command(const plan& p, const std::string& form) {
+  return form == "reps" ? "siege -c N -r " + std::to_string(p.reps)
+                        : "siege -c N -t " + std::to_string(p.seconds) + "S";
+}
+
 std::string form_title(const plan& p, const std::string& form) {
   return form == "reps" ? "one-shot form (the paper's): siege -c N -r " + std::to_string(p.reps) +
                               ", N x " + std::to_string(p.reps) + " transactions"
@@ -338,7 +343,7 @@ void print_form_table(const results& res, const plan& p, const std::string& form
 void plot_response(const options& o, const results& res, const plan& p, const std::string& form,
                    const std::string& mode) {
   line_chart chart;
-  chart.title = "siege: average response time against concurrent users, " + form_title(p, form) +
+  chart.title = "siege: average response time against users, " + form_command(p, form) +
                 ", Connection: " + (mode == "close" ? "close" : "keep-alive") + ", median of " +
                 std::to_string(repeat_count(o));
   chart.x_label = "concurrent users (siege -c)";
@@ -444,7 +449,7 @@ void run(const options& o, results& out) {
 const experiment& siege_experiment() {
   static const experiment e{
       "siege",
-      "the thread-pool paper's siege runs: iterative vs producer-consumer pool vs epoll, nginx.",
+      "the thread-pool paper's siege runs: spoold iterative, queue, epoll; nginx.",
       "The producer-consumer thread-pool paper's experiment (its Tables 1-2, Figure 4): siege\n"
       "simulates N concurrent users (a thread each) against the paper's \"original server\"\n"
       "(spoold --model iterative; --original threaded for the other reading), its thread-pool\n"

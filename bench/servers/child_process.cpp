@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -155,6 +154,22 @@ std::vector<std::string> environment_with(const std::vector<std::string>& change
   }
   env.insert(env.end(), changes.begin(), changes.end());
   return env;
+}
+
+// /proc/PID/stat, or "" if the process is gone. Read with read(2): a process that exits
+// between readdir and the read makes read fail with ESRCH, which std::ifstream would turn into
+// an exception (a forking server's children come and go all the time).
+std::string proc_stat_of(const char* pid) {
+  const std::string path = std::string("/proc/") + pid + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[1024];  // one line of about 300 bytes
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
 }  // namespace
@@ -335,8 +350,7 @@ double process_tree_cpu_seconds(pid_t root) {
     char* end = nullptr;
     const long pid = std::strtol(d->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::string(d->d_name) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = proc_stat_of(d->d_name);
     const auto paren = text.rfind(')');
     if (paren == std::string::npos) continue;  // exited while we looked
     std::istringstream fields(text.substr(paren + 1));
