@@ -16,8 +16,8 @@ constexpr std::string_view help_text =
     "  --threads MIN[:MAX]   pool threads for blocking work (default 2:64)\n"
     "  --loops N             event loops (default: one per core)\n"
     "  --store SPEC          sqlite:PATH or redis://HOST[:PORT] (default sqlite:./spoold.db)\n"
-    "  --model NAME          server architecture: epoll (default), poll, iterative, forking,\n"
-    "                        preforked, threaded, prethreaded, queue\n"
+    "  --model NAME          server architecture: epoll (default), iterative, forking,\n"
+    "                        preforked, threaded, prethreaded, queue, poll\n"
     "  --workers N           processes (preforked, default 2 per core) or threads\n"
     "                        (prethreaded, default 100)\n"
     "  --accept-lock on|off  prethreaded: one thread at a time in accept() (default on)\n"
@@ -127,14 +127,15 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
 }
 
 constexpr std::string_view option_names[] = {
-    "port",         "bind",          "root",           "threads",      "loops",
-    "store",        "model",         "access-log",     "max-connections",
-    "header-timeout", "idle-timeout", "write-timeout", "grace",        "max-body",
-    "workers",      "accept-lock"};
+    "port",         "bind",          "root",       "threads",         "loops",
+    "store",        "model",         "access-log", "max-connections", "header-timeout",
+    "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
+    "accept-lock"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";
-  for (char c : option) env += c == '-' ? '_' : static_cast<char>(c - ('a' <= c && c <= 'z' ? 32 : 0));
+  for (char c : option)
+    env += c == '-' ? '_' : static_cast<char>(c - ('a' <= c && c <= 'z' ? 32 : 0));
   return env;
 }
 

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +18,6 @@
 #include "experiments/experiments.hpp"
 #include "plot.hpp"
 #include "process_stats.hpp"
-#include "servers/http_probe.hpp"
 #include "servers/lab.hpp"
 #include "servers/spoold.hpp"
 #include "servers/temp_dir.hpp"
@@ -29,18 +27,6 @@ namespace bench {
 
 namespace {
 
-#ifdef SPOOL_BENCH_SPOOLD
-constexpr const char* built_spoold = SPOOL_BENCH_SPOOLD;  // $<TARGET_FILE:spoold>
-#else
-constexpr const char* built_spoold = "";
-#endif
-#ifdef SPOOL_BENCH_SITE
-constexpr const char* repository_site = SPOOL_BENCH_SITE;  // the repository's server/site
-#else
-constexpr const char* repository_site = "";
-#endif
-
-constexpr const char* nginx_binary = "/usr/sbin/nginx";
 constexpr unsigned warm_up_seconds = 1;
 // wrk still running this long after its -d is killed: the server under it is wedged. The
 // smoke test's stays below the watchdog's 30 s per measurement.
@@ -51,16 +37,7 @@ constexpr const char* spoold_max_connections = "20000";
 // A cell of the architecture table is starred when errors exceed this share of the requests.
 constexpr double error_share_flagged = 0.01;
 
-[[noreturn]] void cannot_run(const std::string& what) {
-  std::fprintf(stderr, "spool-bench http: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-// Measurements per point: --repeat, except that the smoke test's --tiny means one.
-int repeat_count(const options& o) {
-  return o.size == size_mode::tiny && !o.repeat_given ? 1 : o.repeat_time_bound();
-}
+[[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("http", what); }
 
 // What every measurement of a run shares.
 struct plan {
@@ -76,29 +53,11 @@ std::vector<std::string> server_names(const options& o) {
   return o.servers.empty() ? std::vector<std::string>{"spoold", "nginx"} : o.servers;
 }
 
-std::string spoold_binary(const options& o) {
-  return o.spoold_path.empty() ? built_spoold : o.spoold_path;
-}
-
 // The spoold rows: "spoold" for its default model, or one per --models value ("all": every
 // model spoold has, servers/spoold.hpp).
 std::vector<std::string> spoold_variants(const options& o) {
   return o.spoold_models.empty() ? std::vector<std::string>{""}
                                  : expand_spoold_models(o.spoold_models);
-}
-
-std::vector<server_kind> server_kinds(const options& o, const plan& p) {
-  std::vector<server_kind> kinds;
-  for (const std::string& name : server_names(o)) {
-    if (name == "nginx") {
-      kinds.push_back(nginx_kind(nginx_binary, p.root));
-      continue;
-    }
-    for (const std::string& variant : spoold_variants(o))
-      kinds.push_back(spoold_kind(spoold_binary(o), p.root, variant,
-                                  {"--max-connections", spoold_max_connections}));
-  }
-  return kinds;
 }
 
 // A model (or option) this spoold's --help does not mention is most likely not built in: its
@@ -131,23 +90,7 @@ void warn_about_unknown_models(const options& o) {
 void check_prerequisites(const options& o, const plan& p) {
   if (on_path("wrk").empty())
     cannot_run("wrk is not installed (not on PATH); scripts/install-deps.sh installs it");
-  for (const std::string& name : server_names(o)) {
-    if (name == "nginx" && !is_executable(nginx_binary))
-      cannot_run(std::string(nginx_binary) +
-                 " is missing; scripts/install-deps.sh installs nginx (or leave it out: "
-                 "--servers spoold)");
-    if (name != "spoold") continue;
-    const std::string binary = spoold_binary(o);
-    if (binary.empty()) cannot_run("this spool-bench was built without spoold: pass --spoold PATH");
-    if (!is_executable(binary))
-      cannot_run("no spoold at " + binary +
-                 (o.spoold_path.empty()
-                      ? ": build it (cmake --build BUILD --target spoold) or pass --spoold PATH"
-                      : ""));
-  }
-  const std::string file = p.root + p.url_path;
-  if (!std::filesystem::is_regular_file(file))
-    cannot_run("no file " + file + " to serve (--root DIR, --file /PATH)");
+  check_servers(o, server_names(o), p.root + p.url_path, "http");
 }
 
 plan make_plan(const options& o) {
@@ -167,12 +110,13 @@ plan make_plan(const options& o) {
   }
   p.seconds = static_cast<unsigned>(seconds);
   p.wrk_slack_s = wrk_slack_seconds(o);
-  p.root = o.site_root.empty() ? repository_site : o.site_root;
-  p.url_path = o.url_path.empty() ? "/index.html" : o.url_path;
+  p.root = served_root(o);
+  p.url_path = served_url_path(o);
   check_prerequisites(o, p);
   warn_about_unknown_models(o);
   p.body = read_file(p.root + p.url_path);
-  p.servers = server_kinds(o, p);
+  p.servers = server_kinds(o, server_names(o), p.root, spoold_variants(o),
+                           {"--max-connections", spoold_max_connections});
   return p;
 }
 
@@ -201,9 +145,7 @@ struct point {
 [[noreturn]] void give_up(const point& at, const std::string& stage, const std::exception& e) {
   std::string reason = first_line(e.what());
   if (const auto* w = dynamic_cast<const wrk_error*>(&e)) reason = w->reason();
-  progress("http %s on %s: %s failed; details:", at.variant.c_str(), at.kind.name.c_str(),
-           stage.c_str());
-  std::fprintf(stderr, "%.4000s\n", e.what());
+  report_stage_failure("http", at.variant, at.kind.name, stage, e);
   throw point_failure(stage + ": " + reason);
 }
 
@@ -226,17 +168,9 @@ std::string no_answer(const wrk_result& r, unsigned seconds, std::uint64_t conne
 // no figure can be had; an empty warm-up, or a server that stops badly after a good run, keeps
 // the figures, with a remark.
 sample measure(const point& at, const plan& p, failure_log& log) {
-  std::unique_ptr<running_server> server;  // killed (its whole group) if we leave early
-  try {
-    server = at.kind.start();
-  } catch (const std::exception& e) {
-    give_up(at, "start", e);
-  }
-  try {
-    expect_file_served(server->port(), p.url_path, p.body);
-  } catch (const std::exception& e) {
-    give_up(at, "probe GET", e);
-  }
+  // Killed (its whole group) if we leave early.
+  const std::unique_ptr<running_server> server =
+      start_probed("http", at.variant, at.kind, p.url_path, p.body);
   const std::string url = "http://127.0.0.1:" + std::to_string(server->port()) + p.url_path;
 
   // Errors under load are the measured run's to report; a server that answers nothing at all
@@ -261,13 +195,7 @@ sample measure(const point& at, const plan& p, failure_log& log) {
   }
   const double cpu_after = server->cpu_seconds();
   if (r.requests == 0) throw point_failure(no_answer(r, p.seconds, at.connections));
-  try {
-    server->stop();
-  } catch (const std::exception& e) {
-    progress("http %s on %s: stop failed; details:", at.variant.c_str(), at.kind.name.c_str());
-    std::fprintf(stderr, "%.4000s\n", e.what());
-    log.remark(at.variant, at.kind.name, at.threads, "stop: " + first_line(e.what()));
-  }
+  stop_with_remark(*server, "http", at.variant, at.kind.name, at.threads, log);
   return {r.requests_per_s,
           {{"p50_ms", r.p50_ms},
            {"p99_ms", r.p99_ms},
@@ -300,38 +228,6 @@ void add_ratios(std::vector<row>& rows) {
   }
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// Left-aligned columns are text (names, ranges); the rest right-aligned. Two blanks apart.
-void print_cells(const std::vector<std::vector<std::string>>& cells,
-                 const std::vector<std::size_t>& left) {
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  for (const auto& line : cells) {
-    std::string text;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      const bool is_left = std::find(left.begin(), left.end(), i) != left.end();
-      const std::string pad(width[i] - line[i].size(), ' ');
-      text += (is_left ? line[i] + pad : pad + line[i]) + "  ";
-    }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    std::printf("%s\n", text.c_str());
-  }
-}
-
-const row* find_row(const results& res, const std::string& variant, const std::string& peer,
-                    unsigned threads) {
-  for (const row& r : res.rows())
-    if (r.experiment == "http" && r.variant == variant && r.peer == peer && r.threads == threads)
-      return &r;
-  return nullptr;
-}
-
 // The table the experiment is read from: per connection mode and wrk thread count, one line
 // per concurrency and server; failed points as "-" with their reason below.
 void print_mode_table(const results& res, const plan& p, const std::string& mode, unsigned threads,
@@ -342,7 +238,7 @@ void print_mode_table(const results& res, const plan& p, const std::string& mode
   footnotes notes;
   for (std::uint64_t c : p.concurrency) {
     for (const server_kind& k : p.servers) {
-      const row* r = find_row(res, variant_of(mode, c), k.name, threads);
+      const row* r = find_row(res, "http", variant_of(mode, c), k.name, threads);
       if (r == nullptr) continue;
       const std::string note = notes.mark(log.notes(r->variant, r->peer, threads));
       if (!r->ran()) {
@@ -391,7 +287,7 @@ void print_architecture_table(const results& res, const plan& p, const std::stri
   for (std::uint64_t c : p.concurrency) {
     std::vector<std::string> line{std::to_string(c)};
     for (const server_kind& k : p.servers) {
-      const row* r = find_row(res, variant_of(mode, c), k.name, threads);
+      const row* r = find_row(res, "http", variant_of(mode, c), k.name, threads);
       if (r == nullptr) {
         line.push_back("");
         continue;
@@ -456,7 +352,7 @@ void plot_concurrency(const options& o, const results& res, const plan& p, unsig
     std::vector<double> values{static_cast<double>(c)};
     for (const std::string& mode : modes) {
       for (const server_kind& k : p.servers) {
-        const row* r = find_row(res, variant_of(mode, c), k.name, threads);
+        const row* r = find_row(res, "http", variant_of(mode, c), k.name, threads);
         values.push_back(r != nullptr && r->ran() ? r->value().median : NAN);
       }
     }
@@ -466,12 +362,9 @@ void plot_concurrency(const options& o, const results& res, const plan& p, unsig
 }
 
 void print_versions(const options& o, const plan& p) {
-  std::string line = "# http:     " + std::to_string(p.concurrency.size()) +
-                     " concurrency value(s) x " + std::to_string(p.modes.size()) +
-                     " mode(s); servers:";
-  for (const server_kind& k : p.servers) line += " " + k.name;
-  std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), p.root.c_str(),
-              p.url_path.c_str(), p.body.size());
+  print_run_head("# http:     " + std::to_string(p.concurrency.size()) +
+                     " concurrency value(s) x " + std::to_string(p.modes.size()) + " mode(s)",
+                 p.servers, p.root, p.url_path, p.body);
   const std::string wrk = version_line("wrk", "-v");
   std::printf("# load:     %s; a run still going %u s after its duration is killed\n",
               wrk.empty() ? "wrk (version unknown)" : wrk.c_str(), p.wrk_slack_s);
@@ -488,11 +381,7 @@ void print_versions(const options& o, const plan& p) {
 void run(const options& o, results& out) {
   const plan p = make_plan(o);
   print_versions(o, p);
-  try {
-    raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "http");
-  } catch (const std::exception& e) {
-    cannot_run(e.what());
-  }
+  raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "http");
   const metric m{"throughput", "req/s", true};
   const int repeats = repeat_count(o);
   failure_log log;
@@ -501,21 +390,11 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes) {
         for (std::uint64_t c : p.concurrency) {
           const std::string variant = variant_of(mode, c);
-          std::vector<contender> cs;
-          for (const server_kind& k : p.servers)
-            cs.push_back({variant, k.name, {}, [&p, &k, &log, threads, c, mode, variant] {
-                            try {
-                              return measure({variant, k, threads, c, mode == "close"}, p, log);
-                            } catch (const std::exception& e) {
-                              // point_failure, or anything else that went wrong at this point
-                              // only (a temporary directory that could not be made): recorded,
-                              // and the run goes on.
-                              progress("http %s on %s: failed: %s", variant.c_str(), k.name.c_str(),
-                                       first_line(e.what(), 300).c_str());
-                              log.fail(variant, k.name, threads, first_line(e.what(), 300));
-                              return failure_log::failed_sample();
-                            }
-                          }});
+          std::vector<contender> cs =
+              server_contenders("http", variant, p.servers, threads, log,
+                                [&p, &log, threads, c, mode, variant](const server_kind& k) {
+                                  return measure({variant, k, threads, c, mode == "close"}, p, log);
+                                });
           std::vector<row> rows =
               measure_point("http", variant, threads, m, std::move(cs), repeats);
           add_ratios(rows);
@@ -531,12 +410,7 @@ void run(const options& o, results& out) {
   } catch (const std::exception& e) {
     cannot_run(e.what());
   }
-  // The smoke tests fail on this line (CTest FAIL_REGULAR_EXPRESSION); a full run goes on.
-  if (log.failures() + log.remarks() > 0)
-    std::fprintf(stderr,
-                 "spool-bench %s: %zu measurement(s) failed, %zu remark(s) (a server that "
-                 "stopped badly, siege's errors); see the tables' notes\n",
-                 "http", log.failures(), log.remarks());
+  report_failures("http", log);
   if (o.plot_target.empty()) return;
   for (unsigned threads : o.threads) {
     plot_concurrency(o, out, p, threads, p.modes, chart_path(o, "-concurrency", threads));

@@ -9,14 +9,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "experiments/experiments.hpp"
 #include "plot.hpp"
-#include "servers/http_probe.hpp"
 #include "servers/lab.hpp"
 #include "servers/siege.hpp"
 #include "servers/spoold.hpp"
@@ -26,18 +24,6 @@ namespace bench {
 
 namespace {
 
-#ifdef SPOOL_BENCH_SPOOLD
-constexpr const char* built_spoold = SPOOL_BENCH_SPOOLD;  // $<TARGET_FILE:spoold>
-#else
-constexpr const char* built_spoold = "";
-#endif
-#ifdef SPOOL_BENCH_SITE
-constexpr const char* repository_site = SPOOL_BENCH_SITE;  // the repository's server/site
-#else
-constexpr const char* repository_site = "";
-#endif
-
-constexpr const char* nginx_binary = "/usr/sbin/nginx";
 // A one-shot run still going after this is killed (siege's own socket timeout is 30 s), and a
 // timed run still going this long after its time (a healthy one ends within a second of it:
 // siege cancels its users then). The smoke test's limits stay below the watchdog's 30 s per
@@ -55,16 +41,7 @@ class siege_hung : public point_failure {
   using point_failure::point_failure;
 };
 
-[[noreturn]] void cannot_run(const std::string& what) {
-  std::fprintf(stderr, "spool-bench siege: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-// Measurements per point: --repeat, except that the smoke test's --tiny means one.
-int repeat_count(const options& o) {
-  return o.size == size_mode::tiny && !o.repeat_given ? 1 : o.repeat_time_bound();
-}
+[[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("siege", what); }
 
 struct plan {
   std::vector<std::uint64_t> concurrency;
@@ -77,10 +54,6 @@ struct plan {
   std::string original;  // the spoold model playing the paper's original server
   std::vector<server_kind> servers;
 };
-
-std::string spoold_binary(const options& o) {
-  return o.spoold_path.empty() ? built_spoold : o.spoold_path;
-}
 
 std::vector<std::string> server_names(const options& o) {
   if (!o.servers.empty()) return o.servers;
@@ -102,23 +75,7 @@ std::string role_of(const plan& p, const std::string& row_name) {
 void check_prerequisites(const options& o, const plan& p) {
   if (on_path("siege").empty())
     cannot_run("siege is not installed (not on PATH); scripts/install-deps.sh installs it");
-  for (const std::string& name : server_names(o)) {
-    if (name == "nginx" && !is_executable(nginx_binary))
-      cannot_run(std::string(nginx_binary) +
-                 " is missing; scripts/install-deps.sh installs nginx (or leave it out: "
-                 "--servers spoold)");
-    if (name != "spoold") continue;
-    const std::string binary = spoold_binary(o);
-    if (binary.empty()) cannot_run("this spool-bench was built without spoold: pass --spoold PATH");
-    if (!is_executable(binary))
-      cannot_run("no spoold at " + binary +
-                 (o.spoold_path.empty()
-                      ? ": build it (cmake --build BUILD --target spoold) or pass --spoold PATH"
-                      : ""));
-  }
-  const std::string file = p.root + p.url_path;
-  if (!std::filesystem::is_regular_file(file))
-    cannot_run("no file " + file + " to serve (--root DIR, --file /PATH)");
+  check_servers(o, server_names(o), p.root + p.url_path, "siege");
 }
 
 plan make_plan(const options& o) {
@@ -142,8 +99,8 @@ plan make_plan(const options& o) {
   p.attempts = attempts_when_siege_hangs(o);
   for (std::uint64_t c : p.concurrency)
     if (c > 100'000) cannot_run("--concurrency: siege runs a thread per user; at most 100000");
-  p.root = o.site_root.empty() ? repository_site : o.site_root;
-  p.url_path = o.url_path.empty() ? "/index.html" : o.url_path;
+  p.root = served_root(o);
+  p.url_path = served_url_path(o);
   p.original = o.original_model.empty() ? "iterative" : o.original_model;
   check_prerequisites(o, p);
   p.body = read_file(p.root + p.url_path);
@@ -152,14 +109,7 @@ plan make_plan(const options& o) {
   const std::vector<std::string> models =
       o.spoold_models.empty() ? std::vector<std::string>{p.original, "queue", "epoll"}
                               : expand_spoold_models(o.spoold_models);
-  for (const std::string& name : server_names(o)) {
-    if (name == "nginx") {
-      p.servers.push_back(nginx_kind(nginx_binary, p.root));
-      continue;
-    }
-    for (const std::string& model : models)
-      p.servers.push_back(spoold_kind(spoold_binary(o), p.root, model, {}));
-  }
+  p.servers = server_kinds(o, server_names(o), p.root, models, {});
   return p;
 }
 
@@ -189,9 +139,7 @@ struct point {
   std::string reason = first_line(e.what());
   const auto* siege = dynamic_cast<const siege_error*>(&e);
   if (siege) reason = siege->reason();
-  progress("siege %s on %s: %s failed; details:", at.variant.c_str(), at.kind.name.c_str(),
-           stage.c_str());
-  std::fprintf(stderr, "%.4000s\n", e.what());
+  report_stage_failure("siege", at.variant, at.kind.name, stage, e);
   if (siege && siege->hung()) throw siege_hung(stage + ": " + reason);
   throw point_failure(stage + ": " + reason);
 }
@@ -200,17 +148,9 @@ struct point {
 // one run of siege, a graceful stop. The sample's value is the mean response time in seconds,
 // unrounded.
 sample measure_once(const point& at, const plan& p, failure_log& log) {
-  std::unique_ptr<running_server> server;  // killed (its whole group) if we leave early
-  try {
-    server = at.kind.start();
-  } catch (const std::exception& e) {
-    give_up(at, "start", e);
-  }
-  try {
-    expect_file_served(server->port(), p.url_path, p.body);
-  } catch (const std::exception& e) {
-    give_up(at, "probe GET", e);
-  }
+  // Killed (its whole group) if we leave early.
+  const std::unique_ptr<running_server> server =
+      start_probed("siege", at.variant, at.kind, p.url_path, p.body);
   siege_result r;
   const double cpu_before = server->cpu_seconds();
   try {
@@ -233,13 +173,7 @@ sample measure_once(const point& at, const plan& p, failure_log& log) {
                         (r.first_error.empty() ? "" : "; siege: " + r.first_error) + ")");
   if (r.failed > 0 && !r.first_error.empty())
     log.remark(at.variant, at.kind.name, 0, "siege: " + r.first_error);
-  try {
-    server->stop();
-  } catch (const std::exception& e) {
-    progress("siege %s on %s: stop failed; details:", at.variant.c_str(), at.kind.name.c_str());
-    std::fprintf(stderr, "%.4000s\n", e.what());
-    log.remark(at.variant, at.kind.name, 0, "stop: " + first_line(e.what()));
-  }
+  stop_with_remark(*server, "siege", at.variant, at.kind.name, 0, log);
   const double wall = r.elapsed_s > 0 ? r.elapsed_s : r.wall_s;
   return {r.response_time_fine_s(),
           {{"response_time_s", r.response_time_s},
@@ -270,35 +204,6 @@ sample measure(const point& at, const plan& p, failure_log& log) {
   }
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-void print_cells(const std::vector<std::vector<std::string>>& cells,
-                 const std::vector<std::size_t>& left) {
-  std::vector<std::size_t> width(cells[0].size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  for (const auto& line : cells) {
-    std::string text;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      const bool is_left = std::find(left.begin(), left.end(), i) != left.end();
-      const std::string pad(width[i] - line[i].size(), ' ');
-      text += (is_left ? line[i] + pad : pad + line[i]) + "  ";
-    }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    std::printf("%s\n", text.c_str());
-  }
-}
-
-const row* find_row(const results& res, const std::string& variant, const std::string& peer) {
-  for (const row& r : res.rows())
-    if (r.experiment == "siege" && r.variant == variant && r.peer == peer) return &r;
-  return nullptr;
-}
-
 // The paper's Tables 1 and 2 side by side: per server (in the paper's order) and concurrency,
 // its three columns (average response time, successful transactions, transactions/s), then
 // failed transactions, availability and the server's CPU.
@@ -310,7 +215,7 @@ void print_form_table(const results& res, const plan& p, const std::string& form
   footnotes notes;
   for (const server_kind& k : p.servers) {
     for (std::uint64_t c : p.concurrency) {
-      const row* r = find_row(res, variant_of(form, mode, c), k.name);
+      const row* r = find_row(res, "siege", variant_of(form, mode, c), k.name, 0);
       if (r == nullptr) continue;
       const std::string note = notes.mark(log.notes(r->variant, r->peer, 0));
       if (!r->ran()) {
@@ -357,7 +262,7 @@ void plot_response(const options& o, const results& res, const plan& p, const st
   for (std::uint64_t c : p.concurrency) {
     std::vector<double> values{static_cast<double>(c)};
     for (const server_kind& k : p.servers) {
-      const row* r = find_row(res, variant_of(form, mode, c), k.name);
+      const row* r = find_row(res, "siege", variant_of(form, mode, c), k.name, 0);
       values.push_back(r != nullptr && r->ran() ? r->value().median : NAN);
     }
     chart.rows.push_back(std::move(values));
@@ -368,12 +273,10 @@ void plot_response(const options& o, const results& res, const plan& p, const st
 }
 
 void print_versions(const options& o, const plan& p) {
-  std::string line = "# siege:    " + std::to_string(p.concurrency.size()) +
+  print_run_head("# siege:    " + std::to_string(p.concurrency.size()) +
                      " concurrency value(s) x " + std::to_string(p.forms.size()) + " form(s) x " +
-                     std::to_string(p.modes.size()) + " mode(s); servers:";
-  for (const server_kind& k : p.servers) line += " " + k.name;
-  std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), p.root.c_str(),
-              p.url_path.c_str(), p.body.size());
+                     std::to_string(p.modes.size()) + " mode(s)",
+                 p.servers, p.root, p.url_path, p.body);
   std::string version;
   try {
     const temp_dir scratch("spool-bench-siege");
@@ -397,11 +300,7 @@ void print_versions(const options& o, const plan& p) {
 void run(const options& o, results& out) {
   const plan p = make_plan(o);
   print_versions(o, p);
-  try {
-    raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "siege");
-  } catch (const std::exception& e) {
-    cannot_run(e.what());
-  }
+  raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "siege");
   const metric m{"response time", "s", false};
   const int repeats = repeat_count(o);
   failure_log log;
@@ -410,18 +309,11 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes) {
         for (std::uint64_t c : p.concurrency) {
           const std::string variant = variant_of(form, mode, c);
-          std::vector<contender> cs;
-          for (const server_kind& k : p.servers)
-            cs.push_back({variant, k.name, {}, [&p, &k, &log, form, mode, c, variant] {
-                            try {
-                              return measure({variant, k, form, mode, c}, p, log);
-                            } catch (const std::exception& e) {
-                              progress("siege %s on %s: failed: %s", variant.c_str(),
-                                       k.name.c_str(), first_line(e.what(), 300).c_str());
-                              log.fail(variant, k.name, 0, first_line(e.what(), 300));
-                              return failure_log::failed_sample();
-                            }
-                          }});
+          std::vector<contender> cs =
+              server_contenders("siege", variant, p.servers, 0, log,
+                                [&p, &log, form, mode, c, variant](const server_kind& k) {
+                                  return measure({variant, k, form, mode, c}, p, log);
+                                });
           // Threads: siege's users are the load; the row's thread count is not used (0).
           std::vector<row> rows = measure_point("siege", variant, 0, m, std::move(cs), repeats);
           log.settle(rows);
@@ -433,12 +325,7 @@ void run(const options& o, results& out) {
   } catch (const std::exception& e) {
     cannot_run(e.what());
   }
-  // The smoke tests fail on this line (CTest FAIL_REGULAR_EXPRESSION); a full run goes on.
-  if (log.failures() + log.remarks() > 0)
-    std::fprintf(stderr,
-                 "spool-bench %s: %zu measurement(s) failed, %zu remark(s) (a server that "
-                 "stopped badly, siege's errors); see the tables' notes\n",
-                 "siege", log.failures(), log.remarks());
+  report_failures("siege", log);
   if (o.plot_target.empty()) return;
   for (const std::string& form : p.forms)
     for (const std::string& mode : p.modes) plot_response(o, out, p, form, mode);

@@ -9,12 +9,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "process_stats.hpp"
+#include "servers/http_probe.hpp"
 #include "servers/nginx.hpp"
 #include "servers/spoold.hpp"
 
 namespace bench {
+
+namespace {
+
+#ifdef SPOOL_BENCH_SPOOLD
+constexpr const char* built_spoold = SPOOL_BENCH_SPOOLD;  // $<TARGET_FILE:spoold>
+#else
+constexpr const char* built_spoold = "";
+#endif
+#ifdef SPOOL_BENCH_SITE
+constexpr const char* repository_site = SPOOL_BENCH_SITE;  // the repository's server/site
+#else
+constexpr const char* repository_site = "";
+#endif
+
+}  // namespace
 
 bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
@@ -30,14 +47,20 @@ std::string on_path(const std::string& program) {
   return "";
 }
 
+[[noreturn]] void cannot_run(const char* who, const std::string& what) {
+  std::fprintf(stderr, "spool-bench %s: %s\n", who, what.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
 void raise_open_file_limit(std::uint64_t connections, const char* who) {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
-    throw std::runtime_error(std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+    cannot_run(who, std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
   if (lim.rlim_cur < lim.rlim_max) {
     lim.rlim_cur = lim.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
-      throw std::runtime_error(std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+      cannot_run(who, std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
   }
   if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < connections + 100)
     std::fprintf(stderr,
@@ -45,6 +68,60 @@ void raise_open_file_limit(std::uint64_t connections, const char* who) {
                  "connections plus slack; expect connect errors (raise `ulimit -Hn`)\n",
                  who, static_cast<unsigned long long>(lim.rlim_cur),
                  static_cast<unsigned long long>(connections));
+}
+
+int repeat_count(const options& o) {
+  return o.size == size_mode::tiny && !o.repeat_given ? 1 : o.repeat_time_bound();
+}
+
+std::string spoold_binary(const options& o) {
+  return o.spoold_path.empty() ? built_spoold : o.spoold_path;
+}
+
+std::string served_root(const options& o) {
+  return o.site_root.empty() ? repository_site : o.site_root;
+}
+
+std::string served_url_path(const options& o) {
+  return o.url_path.empty() ? "/index.html" : o.url_path;
+}
+
+void check_servers(const options& o, const std::vector<std::string>& servers,
+                   const std::string& file, const char* who) {
+  for (const std::string& name : servers) {
+    if (name == "nginx" && !is_executable(nginx_binary))
+      cannot_run(who, std::string(nginx_binary) +
+                          " is missing; scripts/install-deps.sh installs nginx (or leave it out: "
+                          "--servers spoold)");
+    if (name != "spoold") continue;
+    const std::string binary = spoold_binary(o);
+    if (binary.empty())
+      cannot_run(who, "this spool-bench was built without spoold: pass --spoold PATH");
+    if (!is_executable(binary))
+      cannot_run(who, "no spoold at " + binary +
+                          (o.spoold_path.empty()
+                               ? ": build it (cmake --build BUILD --target spoold) or pass "
+                                 "--spoold PATH"
+                               : ""));
+  }
+  if (!std::filesystem::is_regular_file(file))
+    cannot_run(who, "no file " + file + " to serve (--root DIR, --file /PATH)");
+}
+
+std::vector<server_kind> server_kinds(const options& o, const std::vector<std::string>& servers,
+                                      const std::string& root,
+                                      const std::vector<std::string>& spoold_variants,
+                                      const std::vector<std::string>& spoold_args) {
+  std::vector<server_kind> kinds;
+  for (const std::string& name : servers) {
+    if (name == "nginx") {
+      kinds.push_back(nginx_kind(nginx_binary, root));
+      continue;
+    }
+    for (const std::string& variant : spoold_variants)
+      kinds.push_back(spoold_kind(spoold_binary(o), root, variant, spoold_args));
+  }
+  return kinds;
 }
 
 std::string first_line(std::string_view text, std::size_t max) {
@@ -183,6 +260,72 @@ std::string failure_log::notes(const std::string& variant, const std::string& pe
   return distinct_joined(all);
 }
 
+void report_stage_failure(const char* who, const std::string& variant, const std::string& server,
+                          const std::string& stage, const std::exception& e) {
+  progress("%s %s on %s: %s failed; details:", who, variant.c_str(), server.c_str(), stage.c_str());
+  std::fprintf(stderr, "%.4000s\n", e.what());
+}
+
+std::unique_ptr<running_server> start_probed(const char* who, const std::string& variant,
+                                             const server_kind& kind, const std::string& url_path,
+                                             const std::string& body) {
+  // Neither stage throws a load generator's error: the reason is the message's first line.
+  const auto give_up = [&](const std::string& stage, const std::exception& e) {
+    report_stage_failure(who, variant, kind.name, stage, e);
+    return point_failure(stage + ": " + first_line(e.what()));
+  };
+  std::unique_ptr<running_server> server;  // killed (its whole group) if we leave early
+  try {
+    server = kind.start();
+  } catch (const std::exception& e) {
+    throw give_up("start", e);
+  }
+  try {
+    expect_file_served(server->port(), url_path, body);
+  } catch (const std::exception& e) {
+    throw give_up("probe GET", e);
+  }
+  return server;
+}
+
+void stop_with_remark(running_server& server, const char* who, const std::string& variant,
+                      const std::string& server_name, unsigned threads, failure_log& log) {
+  try {
+    server.stop();
+  } catch (const std::exception& e) {
+    progress("%s %s on %s: stop failed; details:", who, variant.c_str(), server_name.c_str());
+    std::fprintf(stderr, "%.4000s\n", e.what());
+    log.remark(variant, server_name, threads, "stop: " + first_line(e.what()));
+  }
+}
+
+std::vector<contender> server_contenders(const char* who, const std::string& variant,
+                                         const std::vector<server_kind>& servers, unsigned threads,
+                                         failure_log& log,
+                                         std::function<sample(const server_kind&)> measure) {
+  std::vector<contender> cs;
+  for (const server_kind& k : servers)
+    cs.push_back({variant, k.name, {}, [who, variant, &k, threads, &log, measure] {
+                    try {
+                      return measure(k);
+                    } catch (const std::exception& e) {
+                      progress("%s %s on %s: failed: %s", who, variant.c_str(), k.name.c_str(),
+                               first_line(e.what(), 300).c_str());
+                      log.fail(variant, k.name, threads, first_line(e.what(), 300));
+                      return failure_log::failed_sample();
+                    }
+                  }});
+  return cs;
+}
+
+void report_failures(const char* who, const failure_log& log) {
+  if (log.failures() + log.remarks() > 0)
+    std::fprintf(stderr,
+                 "spool-bench %s: %zu measurement(s) failed, %zu remark(s) (a server that "
+                 "stopped badly, siege's errors); see the tables' notes\n",
+                 who, log.failures(), log.remarks());
+}
+
 std::string footnotes::mark(const std::string& text) {
   if (text.empty()) return "";
   auto it = std::find(texts_.begin(), texts_.end(), text);
@@ -193,6 +336,46 @@ std::string footnotes::mark(const std::string& text) {
 void footnotes::print(std::FILE* out) const {
   for (std::size_t i = 0; i < texts_.size(); ++i)
     std::fprintf(out, "   [%zu] %s\n", i + 1, texts_[i].c_str());
+}
+
+void print_run_head(const std::string& head, const std::vector<server_kind>& servers,
+                    const std::string& root, const std::string& url_path, const std::string& body) {
+  std::string line = head + "; servers:";
+  for (const server_kind& k : servers) line += " " + k.name;
+  std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), root.c_str(), url_path.c_str(),
+              body.size());
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void print_cells(const std::vector<std::vector<std::string>>& cells,
+                 const std::vector<std::size_t>& left) {
+  std::vector<std::size_t> width(cells[0].size(), 0);
+  for (const auto& line : cells)
+    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  for (const auto& line : cells) {
+    std::string text;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const bool is_left = std::find(left.begin(), left.end(), i) != left.end();
+      const std::string pad(width[i] - line[i].size(), ' ');
+      text += (is_left ? line[i] + pad : pad + line[i]) + "  ";
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    std::printf("%s\n", text.c_str());
+  }
+}
+
+const row* find_row(const results& res, const std::string& experiment, const std::string& variant,
+                    const std::string& peer, unsigned threads) {
+  for (const row& r : res.rows())
+    if (r.experiment == experiment && r.variant == variant && r.peer == peer &&
+        r.threads == threads)
+      return &r;
+  return nullptr;
 }
 
 }  // namespace bench

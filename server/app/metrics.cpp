@@ -1,13 +1,18 @@
 #include "app/metrics.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace spoold {
@@ -137,8 +142,20 @@ struct metrics::impl {
   std::uint64_t id = next_metrics_id.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<shard_registry> registry = std::make_shared<shard_registry>();
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // share_across_processes(): the one shard every thread of every process counts into, in a
+  // MAP_SHARED mapping that forked children inherit. Its atomics are lock-free, so they work
+  // across processes. Set once, before any fork or count; never unset until destruction.
+  shard* shared = nullptr;
+
+  ~impl() {
+    if (shared != nullptr) {
+      shared->~shard();
+      ::munmap(shared, sizeof(shard));
+    }
+  }
 
   shard& mine() {
+    if (shared != nullptr) return *shared;
     shard* s = this_thread_shards.find(id);
     if (s == nullptr) s = this_thread_shards.add(id, registry);
     return *s;
@@ -147,10 +164,14 @@ struct metrics::impl {
   // Calls f(shard) for every shard, under the registry's lock (shards are only ever added).
   template <class F>
   void for_each(F&& f) const {
+    if (shared != nullptr) f(*shared);
     std::lock_guard lock(registry->mu);
     for (const auto& s : registry->all) f(*s);
   }
 };
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared-memory counters need address-free (lock-free) atomics");
 
 metrics::metrics() : impl_(new impl) {}
 metrics::~metrics() { delete impl_; }
@@ -169,6 +190,16 @@ void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
+
+void metrics::share_across_processes() {
+  if (impl_->shared != nullptr) return;
+  void* p = ::mmap(nullptr, sizeof(shard), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (p == MAP_FAILED) {
+    throw std::system_error(errno, std::generic_category(), "mmap (shared metrics)");
+  }
+  impl_->shared = new (p) shard();
+}
 
 metrics_snapshot metrics::snapshot() const {
   metrics_snapshot out;

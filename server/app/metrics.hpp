@@ -32,6 +32,13 @@ class metrics {
   void connection_refused() noexcept;
   void store_error() noexcept;
 
+  // From now on every process forked from this one counts into one set of counters in shared
+  // memory, so that /metrics in any of them reports the whole server (the forking and
+  // preforked models). Call before forking and before counting anything. Counting then costs a
+  // contended atomic add across processes, which is why the threaded models do not use it.
+  // Throws std::system_error if the memory cannot be mapped.
+  void share_across_processes();
+
   [[nodiscard]] metrics_snapshot snapshot() const;
   // Per-status-code counts (every code seen), for the Prometheus text.
   [[nodiscard]] std::uint64_t count_for(int status) const;

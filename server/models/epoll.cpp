@@ -45,11 +45,6 @@ constexpr auto sweep_interval = std::chrono::milliseconds(100);
 // that closing does not reset the connection before the client has read our last response.
 constexpr auto linger_time = std::chrono::seconds(2);
 
-constexpr std::string_view refused_response =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-    "Too many connections; try again.\n";
-
 // What a response needs from its request once the request's bytes are gone.
 struct request_info {
   int version_minor = 1;

@@ -50,6 +50,8 @@ class forking_model final : public server_model {
   }
 
   std::uint16_t start() override {
+    // One set of counters for the parent and every child: /metrics answers for the server.
+    ctx_.counters.share_across_processes();
     listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
     const std::uint16_t port = local_port(listen_fd_);
     acceptor_ = std::thread([this] { run(); });

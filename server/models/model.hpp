@@ -24,6 +24,13 @@ struct server_context {
   access_log* log;  // nullptr when access logging is off
 };
 
+// Every model's answer to a connection it refuses: past --max-connections, or when no thread,
+// process or queue slot can take it. Sent in one try, then the connection is closed.
+inline constexpr std::string_view refused_response =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+    "Too many connections; try again.\n";
+
 class server_model {
  public:
   virtual ~server_model() = default;

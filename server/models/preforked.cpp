@@ -8,21 +8,27 @@
 // Fork safety is argued in forking.cpp and holds here for the same reasons: workers are forked
 // by the supervisor thread, which never touches the store, the metrics or the access log, so no
 // lock they use can be held in a child, and a worker never uses the pool. Each worker process
-// has its own store connection, counters and access-log buffer (flushed by the worker).
+// has its own store connection, counters and access-log buffer (flushed by the worker); the one
+// thing they share is the count of connections being served (shared_counts), for
+// --max-connections.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "models/blocking_model.hpp"
 #include "models/model.hpp"
 #include "models/session.hpp"
-#include "net.hpp"
 
 namespace spoold {
 namespace {
@@ -35,38 +41,75 @@ constexpr auto restart_backoff = std::chrono::seconds(1);
 
 unsigned default_workers() { return 2 * std::max(1u, std::thread::hardware_concurrency()); }
 
-class preforked_model final : public server_model {
+// Counters every worker process and the supervisor share (an anonymous MAP_SHARED mapping):
+// connections being served, for --max-connections, and which worker holds one, so that the
+// supervisor can take back the count of a worker that died in a connection. Lock-free atomics
+// work across processes; locked ones would not.
+using shared_counter = std::atomic<std::uint32_t>;
+static_assert(shared_counter::is_always_lock_free);
+
+class shared_counts {
  public:
-  explicit preforked_model(server_context& ctx) : ctx_(ctx) {}
+  explicit shared_counts(std::size_t workers) : size_((workers + 1) * sizeof(shared_counter)) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+    slots_ = static_cast<shared_counter*>(p);  // zero-filled, which is every counter's start
+  }
+  ~shared_counts() { ::munmap(slots_, size_); }
+  shared_counts(const shared_counts&) = delete;
+  shared_counts& operator=(const shared_counts&) = delete;
+
+  // In worker `i`: true if the connection may be served; then leave() must follow.
+  bool enter(std::size_t i, std::size_t max) {
+    if (slots_[0].fetch_add(1, std::memory_order_relaxed) >= max) {
+      slots_[0].fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
+    slots_[i + 1].store(1, std::memory_order_relaxed);
+    return true;
+  }
+  void leave(std::size_t i) {
+    slots_[i + 1].store(0, std::memory_order_relaxed);
+    slots_[0].fetch_sub(1, std::memory_order_relaxed);
+  }
+  // In the supervisor, for a worker that has exited.
+  void forget(std::size_t i) {
+    if (slots_[i + 1].exchange(0, std::memory_order_relaxed) != 0) {
+      slots_[0].fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  std::size_t size_;
+  shared_counter* slots_;
+};
+
+class preforked_model final : public blocking_model {
+ public:
+  explicit preforked_model(server_context& ctx) : blocking_model(ctx) {}
   ~preforked_model() override {
     stop();
     wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
   }
 
+  // No log flusher: the parent writes no log lines, and a flusher thread holding the access
+  // log's mutex at a fork would leave it locked in the new worker (each worker flushes itself).
   std::uint16_t start() override {
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    set_blocking(listen_fd_, true);
-    const std::uint16_t port = local_port(listen_fd_);
-    // A worker serves one connection at a time: more of them than --max-connections would
-    // serve more connections than it allows.
-    const std::size_t wanted = ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers();
-    workers_.resize(std::min<std::size_t>(wanted, ctx_.opts.max_connections));
+    // One set of counters for the parent and every child: /metrics answers for the server.
+    ctx_.counters.share_across_processes();
+    const std::uint16_t port = listen();
+    workers_.resize(ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers());
+    counts_.emplace(workers_.size());
     parent_ = ::getpid();
     supervisor_ = std::thread([this] { supervise(); });
     return port;
   }
 
-  void stop() override {
-    stop_.raise();
-    stop_listening(listen_fd_);
-  }
-
-  void wait() override {
+ private:
+  void join_threads() override {
     if (supervisor_.joinable()) supervisor_.join();
   }
 
- private:
   struct worker {
     pid_t pid = -1;
     steady_clock::time_point started{};
@@ -74,35 +117,34 @@ class preforked_model final : public server_model {
   };
 
   void supervise();
-  void spawn(worker& w);
+  void spawn(std::size_t index);
   bool reap(bool block);
   void shut_down();
-  [[noreturn]] void worker_main();
+  [[noreturn]] void worker_main(std::size_t index);
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
   pid_t parent_ = -1;
   std::vector<worker> workers_;  // only the supervisor thread touches it
+  std::optional<shared_counts> counts_;
   std::thread supervisor_;
 };
 
 void preforked_model::supervise() {
   name_this_thread("spoold-superv");
-  for (worker& w : workers_) spawn(w);
+  for (std::size_t i = 0; i < workers_.size(); ++i) spawn(i);
   while (!stop_.wait_for(supervise_interval)) {
     reap(false);
     const auto now = steady_clock::now();
-    for (worker& w : workers_) {
-      if (w.pid < 0 && now >= w.restart_at) spawn(w);
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i].pid < 0 && now >= workers_[i].restart_at) spawn(i);
     }
   }
   shut_down();
 }
 
-void preforked_model::spawn(worker& w) {
+void preforked_model::spawn(std::size_t index) {
+  worker& w = workers_[index];
   const pid_t pid = ::fork();
-  if (pid == 0) worker_main();
+  if (pid == 0) worker_main(index);
   if (pid < 0) {
     std::perror("spoold: fork");
     w.restart_at = steady_clock::now() + restart_backoff;
@@ -112,20 +154,20 @@ void preforked_model::spawn(worker& w) {
   w.started = steady_clock::now();
 }
 
-void preforked_model::worker_main() {
+void preforked_model::worker_main(std::size_t index) {
   stop_.enter_child();
   // A worker blocked in accept() would not notice its parent's death through the stop pipe
   // and would keep the port: die with the parent (checked after asking, in case it is late).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent_) ::_exit(1);
-  while (!stop_.raised()) {
-    int fd = -1;
-    sockaddr_in peer{};
-    const accept_outcome got = accept_connection(listen_fd_, stop_, fd, peer);
-    if (got == accept_outcome::closed) break;
-    if (got == accept_outcome::accepted) {
-      serve_connection(ctx_, stop_, fd, peer, {.flush_log_when_idle = true});
+  accept_loop([this, index](int fd, const sockaddr_in& peer) {
+    // Only with more workers than --max-connections can a worker be free to refuse.
+    if (!counts_->enter(index, ctx_.opts.max_connections)) {
+      refuse_connection(ctx_, fd);
+      return;
     }
-  }
+    serve_connection(ctx_, stop_, fd, peer, {.flush_log_when_idle = true});
+    counts_->leave(index);
+  });
   if (ctx_.log) ctx_.log->flush();
   ::_exit(0);
 }
@@ -143,6 +185,7 @@ bool preforked_model::reap(bool block) {
                            [pid](const worker& w) { return w.pid == pid; });
     if (it == workers_.end()) continue;
     it->pid = -1;
+    counts_->forget(static_cast<std::size_t>(it - workers_.begin()));
     const auto now = steady_clock::now();
     it->restart_at = now - it->started < restart_backoff ? now + restart_backoff : now;
     if (stop_.raised()) continue;
@@ -158,7 +201,8 @@ bool preforked_model::reap(bool block) {
 
 void preforked_model::shut_down() {
   auto alive = [this] {
-    return std::count_if(workers_.begin(), workers_.end(), [](const worker& w) { return w.pid >= 0; });
+    return std::count_if(workers_.begin(), workers_.end(),
+                         [](const worker& w) { return w.pid >= 0; });
   };
   const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
   while (alive() > 0 && steady_clock::now() < kill_at) {

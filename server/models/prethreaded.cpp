@@ -6,37 +6,33 @@
 // thread until it closes: at most `workers` connections are served at once and the rest wait
 // in the listen backlog (README.md). Past --max-connections (possible only with more workers
 // than that) a thread answers 503 instead of serving.
-#include <unistd.h>
-
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "models/blocking_model.hpp"
 #include "models/model.hpp"
 #include "models/session.hpp"
-#include "net.hpp"
 
 namespace spoold {
 namespace {
 
 constexpr unsigned default_workers = 100;
 
-class prethreaded_model final : public server_model {
+class prethreaded_model final : public blocking_model {
  public:
-  explicit prethreaded_model(server_context& ctx) : ctx_(ctx) {}
+  explicit prethreaded_model(server_context& ctx) : blocking_model(ctx) {}
   ~prethreaded_model() override {
     stop();
     wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
   }
 
   std::uint16_t start() override {
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    set_blocking(listen_fd_, true);
-    const std::uint16_t port = local_port(listen_fd_);
+    const std::uint16_t port = listen();
     const std::size_t count = ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers;
-    flusher_.emplace(ctx_.log);
+    start_log_flusher();
     threads_.reserve(count);
     try {
       for (std::size_t i = 0; i < count; ++i) threads_.emplace_back([this, i] { run(i); });
@@ -48,47 +44,29 @@ class prethreaded_model final : public server_model {
     return port;
   }
 
-  void stop() override {
-    stop_.raise();
-    stop_listening(listen_fd_);
-  }
-
-  void wait() override {
+ private:
+  void join_threads() override {
     for (std::thread& t : threads_) {
       if (t.joinable()) t.join();
     }
-    flusher_.reset();
   }
 
- private:
   void run(std::size_t index) {
     name_this_thread("spoold-w-" + std::to_string(index));
-    while (!stop_.raised()) {
-      int fd = -1;
-      sockaddr_in peer{};
-      accept_outcome got;
-      if (ctx_.opts.accept_lock) {
-        std::lock_guard lock(accept_mu_);
-        got = accept_connection(listen_fd_, stop_, fd, peer);
-      } else {
-        got = accept_connection(listen_fd_, stop_, fd, peer);
-      }
-      if (got == accept_outcome::closed) break;
-      if (got != accept_outcome::accepted) continue;
-      // Only with more threads than --max-connections can a thread be free to refuse.
-      if (serving_.fetch_add(1, std::memory_order_relaxed) >= ctx_.opts.max_connections) {
-        refuse_connection(ctx_, fd);
-      } else {
-        serve_connection(ctx_, stop_, fd, peer);
-      }
-      serving_.fetch_sub(1, std::memory_order_relaxed);
-    }
+    std::mutex* lock = ctx_.opts.accept_lock ? &accept_mu_ : nullptr;
+    accept_loop([this](int fd, const sockaddr_in& peer) { serve_or_refuse(fd, peer); }, lock);
   }
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
-  std::optional<log_flusher> flusher_;
+  void serve_or_refuse(int fd, const sockaddr_in& peer) {
+    // Only with more threads than --max-connections can a thread be free to refuse.
+    if (serving_.fetch_add(1, std::memory_order_relaxed) >= ctx_.opts.max_connections) {
+      refuse_connection(ctx_, fd);
+    } else {
+      serve_connection(ctx_, stop_, fd, peer);
+    }
+    serving_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
   std::mutex accept_mu_;
   std::atomic<std::size_t> serving_{0};  // connections being served (or refused) now
   std::vector<std::thread> threads_;

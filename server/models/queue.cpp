@@ -7,79 +7,61 @@
 // spool::blocking_region: the elastic pool starts a compensating worker at once (up to MAX)
 // instead of waiting for its monitor to notice the stall. Past MAX open connections the rest
 // wait in the queue until a session ends, idle keep-alive time included (README.md).
-#include <unistd.h>
-
 #include <thread>
 
 #include <spool/spool.hpp>
 
+#include "models/blocking_model.hpp"
 #include "models/model.hpp"
 #include "models/session.hpp"
-#include "net.hpp"
 
 namespace spoold {
 namespace {
 
-class queue_model final : public server_model {
+class queue_model final : public blocking_model {
  public:
-  explicit queue_model(server_context& ctx) : ctx_(ctx) {}
+  explicit queue_model(server_context& ctx) : blocking_model(ctx) {}
   ~queue_model() override {
     stop();
     wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
   }
 
   std::uint16_t start() override {
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    set_blocking(listen_fd_, true);
-    const std::uint16_t port = local_port(listen_fd_);
-    flusher_.emplace(ctx_.log);
-    acceptor_ = std::thread([this] { accept_loop(); });
+    const std::uint16_t port = listen();
+    start_log_flusher();
+    acceptor_ = std::thread([this] {
+      name_this_thread("spoold-accept");
+      accept_loop([this](int fd, const sockaddr_in& peer) { hand_off(fd, peer); });
+    });
     return port;
   }
 
-  void stop() override {
-    stop_.raise();
-    stop_listening(listen_fd_);
-  }
-
-  // Returns once every connection handed to the pool has been served or closed. Connections
-  // still queued at the stop are served too (a request that already arrived is in flight);
-  // each session ends by the grace period, and one that starts after it closes at once.
-  void wait() override {
-    if (acceptor_.joinable()) acceptor_.join();
-    {
-      std::unique_lock lock(mu_);
-      all_done_.wait(lock, [this] { return open_ == 0; });
-    }
-    flusher_.reset();
-  }
-
  private:
-  void accept_loop() {
-    name_this_thread("spoold-accept");
-    while (!stop_.raised()) {
-      int fd = -1;
-      sockaddr_in peer{};
-      const accept_outcome got = accept_connection(listen_fd_, stop_, fd, peer);
-      if (got == accept_outcome::closed) break;
-      if (got != accept_outcome::accepted) continue;
-      if (!admit()) {
-        refuse_connection(ctx_, fd);
-        continue;
+  // wait() returns once every connection handed to the pool has been served or closed.
+  // Connections still queued at the stop are served too (a request that already arrived is in
+  // flight); each session ends by the grace period, and one that starts after it closes at once.
+  void join_threads() override {
+    if (acceptor_.joinable()) acceptor_.join();
+    std::unique_lock lock(mu_);
+    all_done_.wait(lock, [this] { return open_ == 0; });
+  }
+
+  void hand_off(int fd, const sockaddr_in& peer) {
+    if (!admit()) {
+      refuse_connection(ctx_, fd);
+      return;
+    }
+    std::error_code err = ctx_.pool.try_post([this, fd, peer] {
+      {
+        spool::blocking_region blocking;
+        serve_connection(ctx_, stop_, fd, peer);
       }
-      std::error_code err = ctx_.pool.try_post([this, fd, peer] {
-        {
-          spool::blocking_region blocking;
-          serve_connection(ctx_, stop_, fd, peer);
-        }
-        release();
-      });
-      if (err) {
-        // The task (and with it nothing but a copy of fd) is gone; the socket is still ours.
-        release();
-        refuse_connection(ctx_, fd);
-      }
+      release();
+    });
+    if (err) {
+      // The task (and with it nothing but a copy of fd) is gone; the socket is still ours.
+      release();
+      refuse_connection(ctx_, fd);
     }
   }
 
@@ -96,10 +78,6 @@ class queue_model final : public server_model {
     if (--open_ == 0) all_done_.notify_all();
   }
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
-  std::optional<log_flusher> flusher_;
   std::thread acceptor_;
   std::mutex mu_;
   std::condition_variable all_done_;

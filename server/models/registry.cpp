@@ -11,12 +11,13 @@ struct model_entry {
   std::unique_ptr<server_model> (*make)(server_context&);
 };
 
-// The first is the default (options.hpp).
+// In the order of the ZeroHTTPd article's table, the default (options.hpp) first; --help and
+// bench/servers/spoold.hpp list them so too.
 constexpr model_entry models[] = {
-    {"epoll", make_epoll_model},         {"poll", make_poll_model},
-    {"iterative", make_iterative_model}, {"forking", make_forking_model},
-    {"preforked", make_preforked_model}, {"threaded", make_threaded_model},
-    {"prethreaded", make_prethreaded_model}, {"queue", make_queue_model},
+    {"epoll", make_epoll_model},       {"iterative", make_iterative_model},
+    {"forking", make_forking_model},   {"preforked", make_preforked_model},
+    {"threaded", make_threaded_model}, {"prethreaded", make_prethreaded_model},
+    {"queue", make_queue_model},       {"poll", make_poll_model},
 };
 
 }  // namespace
@@ -28,8 +29,7 @@ std::unique_ptr<server_model> make_model(std::string_view name, server_context& 
     known += known.empty() ? "" : ", ";
     known += m.name;
   }
-  throw std::invalid_argument("unknown --model '" + std::string(name) + "' (known: " + known +
-                              ")");
+  throw std::invalid_argument("unknown --model '" + std::string(name) + "' (known: " + known + ")");
 }
 
 }  // namespace spoold

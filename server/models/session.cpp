@@ -27,14 +27,7 @@ constexpr std::size_t output_high_water = 256 * 1024;
 // How long a closing connection keeps reading (and discarding) what the client still sends, so
 // that closing does not reset the connection before the client has read our last response.
 constexpr auto linger_time = std::chrono::seconds(2);
-constexpr auto accept_backoff = std::chrono::milliseconds(100);
 constexpr auto log_flush_interval = std::chrono::milliseconds(100);
-
-// The epoll model's answer past --max-connections, byte for byte.
-constexpr std::string_view refused_response =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-    "Too many connections; try again.\n";
 
 std::int64_t to_ns(steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -185,7 +178,22 @@ steady_clock::time_point http_session::deadline() const noexcept {
 bool http_session::has_ready_work() const noexcept {
   if (fd_ < 0 || lingering_ || close_after_write_ || output_backed_up()) return false;
   // After end-of-file, serve() drops a half request and closes.
-  return (has_input() && !need_input_) || (peer_closed_ && !has_output());
+  return (has_input() && worth_parsing()) || (peer_closed_ && !has_output());
+}
+
+// After an incomplete parse, parsing again only helps once the body is all here, or (head still
+// incomplete) once a line ended or the request line's limit was passed; the first look at a
+// request always parses, so junk is refused at once. (The epoll model's rule: a request that
+// trickles in is not parsed again for every few bytes, which would be quadratic in its size.)
+bool http_session::worth_parsing() const noexcept {
+  const std::string_view buffer(in_.data() + in_start_, in_end_ - in_start_);
+  if (parsed_upto_ == 0 || buffer.size() < parsed_upto_ || peer_closed_) return true;
+  // Nothing new since the last look: the answer would be the same (and the drivers ask
+  // again and again, so this also keeps them from spinning).
+  if (buffer.size() == parsed_upto_) return false;
+  if (needed_ > 0) return buffer.size() >= needed_;
+  if (buffer.size() > ctx_.opts.limits.max_request_line) return true;
+  return buffer.substr(parsed_upto_).find('\n') != std::string_view::npos;
 }
 
 void http_session::on_ready(short revents, steady_clock::time_point now) {
@@ -232,12 +240,10 @@ void http_session::read_input(steady_clock::time_point now) {
     if (in_start_ == in_end_) head_started_ = now;
     in_end_ += static_cast<std::size_t>(n);
     last_activity_ = now;
-    need_input_ = false;
     return;
   }
   if (n == 0) {
     peer_closed_ = true;
-    need_input_ = false;
     if (!has_input() && !has_output()) close_connection();  // the client is done
     return;
   }
@@ -247,11 +253,12 @@ void http_session::read_input(steady_clock::time_point now) {
 void http_session::serve(int max_requests, steady_clock::time_point now) {
   int served = 0;
   while (fd_ >= 0 && !lingering_ && !close_after_write_ && !output_backed_up()) {
-    if (!has_input() || need_input_ || served == max_requests) break;
+    if (!has_input() || !worth_parsing() || served == max_requests) break;
     std::string_view buffer(in_.data() + in_start_, in_end_ - in_start_);
     http::parse_result res = http::parse_request(buffer, ctx_.opts.limits, request_);
+    parsed_upto_ = buffer.size();
+    needed_ = res.needed;
     if (res.status == http::parse_status::incomplete) {
-      need_input_ = true;
       if (res.needs_continue && !continue_sent_) {
         out_.append("HTTP/1.1 100 Continue\r\n\r\n");
         continue_sent_ = true;
@@ -277,8 +284,11 @@ void http_session::serve(int max_requests, steady_clock::time_point now) {
     }
     handled h = ctx_.application.handle(request_);
     continue_sent_ = false;
+    parsed_upto_ = 0;
+    needed_ = 0;
     if (h.blocking) {
-      // This thread (or process) belongs to this connection: the store call runs here.
+      // The store call runs here: the blocking models give the connection a thread or process
+      // of its own, and the poll model has no other thread to give it to (README.md).
       try {
         h.response = h.blocking();
       } catch (const std::exception& e) {
@@ -302,6 +312,8 @@ void http_session::fail_request(int status, std::string_view reason) {
   if (ctx_.log) info.log_line = "-";
   respond(info, http::error_response(status, reason));
   in_start_ = in_end_;  // the rest of the stream cannot be trusted
+  parsed_upto_ = 0;
+  needed_ = 0;
   discarded_input_ = true;
 }
 
@@ -411,22 +423,23 @@ void http_session::on_stop(steady_clock::time_point now) {
 // ---------------------------------------------------------------------------------------------
 // The blocking driver
 
-void serve_connection(server_context& ctx, const stop_signal& stop, int fd,
-                      const sockaddr_in& peer, session_options opts) {
+void serve_connection(server_context& ctx, const stop_signal& stop, int fd, const sockaddr_in& peer,
+                      session_options opts) {
   http_session s(ctx, stop, fd, peer);
   bool stop_seen = false;
   auto now = steady_clock::now();
   while (!s.closed()) {
-    if (s.has_ready_work()) {
-      s.serve(std::numeric_limits<int>::max(), now);
-      continue;
-    }
+    if (s.has_ready_work()) s.serve(std::numeric_limits<int>::max(), now);
+    if (s.closed()) break;
+    // Every turn goes through poll(), without waiting if there is more to serve, so that the
+    // stop and the deadlines are seen whatever the session does.
+    const bool ready = s.has_ready_work();
     const short interest = s.interest();
-    if (opts.flush_log_when_idle && ctx.log && interest == POLLIN) ctx.log->flush();
+    if (opts.flush_log_when_idle && ctx.log && interest == POLLIN && !ready) ctx.log->flush();
     // Once the stop is seen its descriptor stays readable: leave it out of the set.
     pollfd fds[2] = {{s.fd(), interest, 0}, {stop.fd(), POLLIN, 0}};
     const nfds_t count = stop_seen ? 1 : 2;
-    const int n = ::poll(fds, count, poll_timeout(s.deadline(), now));
+    const int n = ::poll(fds, count, ready ? 0 : poll_timeout(s.deadline(), now));
     now = steady_clock::now();
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -444,7 +457,7 @@ void serve_connection(server_context& ctx, const stop_signal& stop, int fd,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Accepting
+// Refusing
 
 void refuse_connection(server_context& ctx, int fd) noexcept {
   // One try: a client that cannot take 150 bytes now does not get them.
@@ -452,48 +465,6 @@ void refuse_connection(server_context& ctx, int fd) noexcept {
   ::close(fd);
   ctx.counters.connection_refused();
   ctx.counters.record_response(503, refused_response.size());
-}
-
-void set_blocking(int fd, bool blocking) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) throw std::system_error(errno, std::generic_category(), "fcntl F_GETFL");
-  flags = blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK;
-  if (::fcntl(fd, F_SETFL, flags) != 0) {
-    throw std::system_error(errno, std::generic_category(), "fcntl F_SETFL");
-  }
-}
-
-accept_outcome accept_connection(int listen_fd, const stop_signal& stop, int& fd,
-                                 sockaddr_in& peer) {
-  socklen_t len = sizeof peer;
-  fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len,
-                 SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0) return accept_outcome::accepted;
-  switch (errno) {
-    case EINTR:
-    case ECONNABORTED:
-    case EPROTO:
-    case EPERM:  // a firewall rule refused it
-      return accept_outcome::retry;
-    case EMFILE:
-    case ENFILE:
-    case ENOBUFS:
-    case ENOMEM:
-      // Out of descriptors or memory: pending connections wait in the backlog meanwhile.
-      std::perror("spoold: accept4");
-      stop.wait_for(accept_backoff);
-      return accept_outcome::retry;
-    default:
-      // EINVAL: shut down by stop_listening(); anything else is as final.
-      if (errno != EINVAL) std::perror("spoold: accept4");
-      return accept_outcome::closed;
-  }
-}
-
-void stop_listening(int listen_fd) noexcept {
-  // On Linux, shutting a listening socket down takes it out of the LISTEN state and wakes every
-  // accept() waiting on it, in this process and in every process sharing it.
-  if (listen_fd >= 0) (void)::shutdown(listen_fd, SHUT_RDWR);
 }
 
 // ---------------------------------------------------------------------------------------------

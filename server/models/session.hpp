@@ -1,8 +1,9 @@
 // What the classic models share: one HTTP connection served with non-blocking I/O and poll()
 // (http_session), a driver that serves it to its end on the calling thread (serve_connection),
-// the stop signal every waiting thread and child process watches, and accepting. The request
-// handling is the epoll model's, rule for rule: the same parser, limits, timeouts, keep-alive and
-// lingering-close behaviour (server/models/README.md, "Connection states").
+// the stop signal every waiting thread and child process watches, and the 503 refusal. The
+// request handling is the epoll model's, rule for rule: the same parser, limits, timeouts,
+// keep-alive and lingering-close behaviour (server/models/README.md, "Connection states").
+// Accepting on a blocking socket is blocking_model.hpp's.
 #pragma once
 
 #include <netinet/in.h>
@@ -107,6 +108,7 @@ class http_session {
   }
   [[nodiscard]] bool output_backed_up() const noexcept;
   [[nodiscard]] std::size_t input_cap() const noexcept;
+  [[nodiscard]] bool worth_parsing() const noexcept;
   [[nodiscard]] bool stopping() const noexcept { return stopping_ || stop_.raised(); }
   void read_input(steady_clock::time_point now);
   void respond(const request_info& info, http::response r);
@@ -125,18 +127,21 @@ class http_session {
   std::string out_;
   std::size_t out_sent_ = 0;
   std::optional<http::response> file_;  // a file body still being sent
-  http::request request_;               // reused: its vectors keep their capacity
+  // How far the last incomplete parse got: bytes of the request already looked at, and the
+  // length at which its body is complete (0: head incomplete). See worth_parsing().
+  std::size_t parsed_upto_ = 0;
+  std::size_t needed_ = 0;
+  http::request request_;                    // reused: its vectors keep their capacity
   steady_clock::time_point head_started_{};  // first byte of the request being received
   steady_clock::time_point last_activity_{};
   steady_clock::time_point linger_until_{};
   steady_clock::time_point grace_deadline_{};
   bool stopping_ = false;           // on_stop() was called
-  bool need_input_ = false;         // the buffered bytes are an incomplete request
   bool close_after_write_ = false;  // the last response said Connection: close
   bool lingering_ = false;          // our side is shut; reading until the client closes
   bool peer_closed_ = false;        // the client shut its side (recv returned 0)
   bool continue_sent_ = false;
-  bool discarded_input_ = false;    // an error response threw away unread request bytes
+  bool discarded_input_ = false;  // an error response threw away unread request bytes
 };
 
 struct session_options {
@@ -146,26 +151,11 @@ struct session_options {
 };
 
 // Serves the connection on the calling thread until it is closed; takes ownership of `fd`.
-void serve_connection(server_context& ctx, const stop_signal& stop, int fd,
-                      const sockaddr_in& peer, session_options opts = {});
+void serve_connection(server_context& ctx, const stop_signal& stop, int fd, const sockaddr_in& peer,
+                      session_options opts = {});
 
 // Answers the 503 of --max-connections (or of a refused hand-off) and closes `fd`.
 void refuse_connection(server_context& ctx, int fd) noexcept;
-
-void set_blocking(int fd, bool blocking);  // throws std::system_error
-
-enum class accept_outcome { accepted, retry, closed };
-
-// accept() on a *blocking* listening socket; the new socket is non-blocking and close-on-exec.
-// `closed` once the listening socket has been shut down (stop_listening), which also wakes
-// every thread and process blocked in accept() on it. Out of descriptors, it sleeps 100 ms
-// (or until the stop) and says `retry` rather than spin.
-accept_outcome accept_connection(int listen_fd, const stop_signal& stop, int& fd,
-                                 sockaddr_in& peer);
-
-// Wakes every accept() blocked on `listen_fd` (they fail with EINVAL) and refuses new
-// connections; the descriptor stays open until its owner closes it.
-void stop_listening(int listen_fd) noexcept;
 
 // Writes the access log's buffer every 100 ms, on its own thread, until destroyed (the epoll
 // model's sweep does this for it). Does nothing without an access log.

@@ -6,44 +6,40 @@
 // Threads are joined, not detached: a finishing thread moves itself to `exited_` and joins the
 // threads that were there before it, so at most one finished thread waits to be joined at any
 // time, and wait() can join the last ones. Nothing of ours runs after wait() returns.
-#include <unistd.h>
-
 #include <cstdio>
 #include <list>
 #include <system_error>
 #include <thread>
 
+#include "models/blocking_model.hpp"
 #include "models/model.hpp"
 #include "models/session.hpp"
-#include "net.hpp"
 
 namespace spoold {
 namespace {
 
-class threaded_model final : public server_model {
+class threaded_model final : public blocking_model {
  public:
-  explicit threaded_model(server_context& ctx) : ctx_(ctx) {}
+  explicit threaded_model(server_context& ctx) : blocking_model(ctx) {}
   ~threaded_model() override {
     stop();
     wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
   }
 
   std::uint16_t start() override {
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    set_blocking(listen_fd_, true);
-    const std::uint16_t port = local_port(listen_fd_);
-    flusher_.emplace(ctx_.log);
-    acceptor_ = std::thread([this] { accept_loop(); });
+    const std::uint16_t port = listen();
+    start_log_flusher();
+    acceptor_ = std::thread([this] {
+      name_this_thread("spoold-accept");
+      accept_loop([this](int fd, const sockaddr_in& peer) {
+        if (!start_session(fd, peer)) refuse_connection(ctx_, fd);
+      });
+    });
     return port;
   }
 
-  void stop() override {
-    stop_.raise();
-    stop_listening(listen_fd_);
-  }
-
-  void wait() override {
+ private:
+  void join_threads() override {
     if (acceptor_.joinable()) acceptor_.join();
     std::list<std::thread> last;
     {
@@ -53,21 +49,6 @@ class threaded_model final : public server_model {
       last.swap(exited_);
     }
     for (std::thread& t : last) t.join();
-    flusher_.reset();
-  }
-
- private:
-  void accept_loop() {
-    name_this_thread("spoold-accept");
-    while (!stop_.raised()) {
-      int fd = -1;
-      sockaddr_in peer{};
-      const accept_outcome got = accept_connection(listen_fd_, stop_, fd, peer);
-      if (got == accept_outcome::closed) break;
-      if (got == accept_outcome::accepted && !start_session(fd, peer)) {
-        refuse_connection(ctx_, fd);
-      }
-    }
   }
 
   // False when the connection cannot have a thread: past --max-connections, or the system
@@ -103,10 +84,6 @@ class threaded_model final : public server_model {
     for (std::thread& t : to_join) t.join();
   }
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
-  std::optional<log_flusher> flusher_;
   std::thread acceptor_;
   std::mutex mu_;
   std::condition_variable all_done_;

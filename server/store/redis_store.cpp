@@ -14,17 +14,33 @@
 // `backoff_max`, its calls throw unavailable at once without touching the network. The first
 // call after the backoff tries to connect again, so service resumes by itself when the server
 // returns, and a server that stays down costs one refused connect per thread per backoff_max.
+// Recovery is shared, in both directions, so that a server with many threads (one per
+// connection, or a pool) fails and recovers as one rather than thread by thread:
+//  - once any thread connects after another thread's failure, that thread's backoff is over
+//    (its next call connects), so service is back in full as soon as one request found Redis up;
+//  - once any thread fails, every connection made before that failure is suspect (a restarted
+//    Redis has closed them all): each thread drops its own and connects afresh on its next
+//    call, instead of failing one request on the dead connection first. No command is ever
+//    sent twice: a call that failed is not retried.
+// The two times this rests on live in a page of shared memory, so the processes of the forking
+// models (forked after the store is opened) share them as the threads of one process do.
 #include <hiredis/hiredis.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "store/store.hpp"
@@ -72,12 +88,41 @@ struct redis_slot final : thread_connection {
   context_handle context;
   milliseconds backoff{0};  // 0: the last attempt succeeded
   steady::time_point retry_at{};
+  steady::time_point failed_at{};
+  steady::time_point connected_at{};
   std::string last_error;
 };
 
+// When a thread of the store last connected, and last failed (steady_clock ticks, which are
+// the same in every process of one boot); see connected_since() and failed_since().
+struct shared_times {
+  std::atomic<steady::rep> last_connected{std::numeric_limits<steady::rep>::min()};
+  std::atomic<steady::rep> last_failed{std::numeric_limits<steady::rep>::min()};
+};
+static_assert(std::atomic<steady::rep>::is_always_lock_free,
+              "times shared across processes need address-free atomics");
+
+struct shared_times_unmapper {
+  void operator()(shared_times* t) const noexcept {
+    t->~shared_times();
+    ::munmap(t, sizeof(shared_times));
+  }
+};
+using shared_times_handle = std::unique_ptr<shared_times, shared_times_unmapper>;
+
+shared_times_handle make_shared_times() {
+  void* p = ::mmap(nullptr, sizeof(shared_times), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    throw std::system_error(errno, std::generic_category(), "mmap (redis store)");
+  }
+  return shared_times_handle(new (p) shared_times());
+}
+
 class redis_store final : public store {
  public:
-  explicit redis_store(redis_options options) : options_(std::move(options)) {
+  explicit redis_store(redis_options options)
+      : options_(std::move(options)), shared_(make_shared_times()) {
     const bool ipv6 = options_.host.find(':') != std::string::npos;
     name_ = "redis://" + (ipv6 ? "[" + options_.host + "]" : options_.host) + ":" +
             std::to_string(options_.port);
@@ -149,9 +194,12 @@ class redis_store final : public store {
 
   // The thread's connection, connecting if it has none and is not backing off.
   redisContext& connected(redis_slot& s) {
-    if (s.context) return *s.context;
+    if (s.context) {
+      if (!failed_since(s.connected_at)) return *s.context;
+      s.context.reset();  // made before another thread's failure: connect afresh
+    }
     const steady::time_point now = steady::now();
-    if (now < s.retry_at) {
+    if (now < s.retry_at && !connected_since(s.failed_at)) {
       const auto wait = std::chrono::ceil<milliseconds>(s.retry_at - now);
       throw unavailable(name_ + " is down (" + s.last_error + "); next attempt in " +
                         std::to_string(wait.count()) + " ms");
@@ -164,7 +212,26 @@ class redis_store final : public store {
       fail(s, "setting the command timeout: " + std::string(c->errstr));
     }
     s.context = std::move(c);
+    s.connected_at = steady::now();
+    note(shared_->last_connected, s.connected_at);
     return *s.context;
+  }
+
+  // Whether some thread connected (failed) after `t`. Relaxed: these are hints that end a
+  // backoff early or retire a connection early, and order nothing else.
+  [[nodiscard]] bool connected_since(steady::time_point t) const noexcept {
+    return shared_->last_connected.load(std::memory_order_relaxed) > t.time_since_epoch().count();
+  }
+  [[nodiscard]] bool failed_since(steady::time_point t) const noexcept {
+    return shared_->last_failed.load(std::memory_order_relaxed) > t.time_since_epoch().count();
+  }
+
+  // Raises `latest` to `t` (it only moves forward).
+  static void note(std::atomic<steady::rep>& latest, steady::time_point t) noexcept {
+    const steady::rep ticks = t.time_since_epoch().count();
+    steady::rep seen = latest.load(std::memory_order_relaxed);
+    while (seen < ticks && !latest.compare_exchange_weak(seen, ticks, std::memory_order_relaxed)) {
+    }
   }
 
   // Drops the connection, starts or lengthens the backoff and throws.
@@ -172,7 +239,9 @@ class redis_store final : public store {
     s.context.reset();
     s.backoff = s.backoff.count() == 0 ? options_.backoff_initial
                                        : std::min(s.backoff * 2, options_.backoff_max);
-    s.retry_at = steady::now() + s.backoff;
+    s.failed_at = steady::now();
+    s.retry_at = s.failed_at + s.backoff;
+    note(shared_->last_failed, s.failed_at);
     s.last_error = what;
     throw unavailable(name_ + ": " + what);
   }
@@ -218,6 +287,7 @@ class redis_store final : public store {
 
   redis_options options_;
   std::string name_;
+  shared_times_handle shared_;
   thread_connections connections_;
 };
 

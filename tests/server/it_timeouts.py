@@ -76,6 +76,10 @@ class TimeoutTest(ServerTestCase):
             self.assertTrue(data == b"" or data.startswith(b"HTTP/1.1 408"), data)
 
     def test_slow_readers_do_not_block_others_and_are_closed(self):
+        # The iterative model (ONE_AT_A_TIME) cannot keep this test's first promise: each slow
+        # reader holds the server until --write-timeout closes it, and the other client below
+        # is served only after the last of them. What it must still do is close every one of
+        # them after --write-timeout and then serve the rest, which is what is checked.
         baseline = self.open_connections()
         accepted_before = self.accepted_connections()
         readers = []
@@ -137,17 +141,32 @@ class LongIdleTimeoutTest(ServerTestCase):
             self.assertEqual(c.read_final_response().body, b"file 7\n")
 
     def test_waiting_for_the_rest_of_a_request_costs_no_cpu(self):
-        # A half-sent request must leave the loop asleep in epoll_wait, not polling the
-        # connection (a bug once made this burn a whole core until the header timeout).
+        # A half-sent request must leave the server asleep (in epoll_wait, poll or a blocking
+        # wait), not polling the connection (a bug once made the epoll model burn a whole core
+        # until the header timeout).
         def cpu_seconds():
-            with open(f"/proc/{self.server.proc.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            # The whole process tree: in the forking models a child serves the connection.
+            total = 0
+            pending = [self.server.proc.pid]
+            while pending:
+                pid = pending.pop()
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    total += int(fields[11]) + int(fields[12])
+                    for tid in os.listdir(f"/proc/{pid}/task"):
+                        with open(f"/proc/{pid}/task/{tid}/children") as f:
+                            pending.extend(int(c) for c in f.read().split())
+                except FileNotFoundError:
+                    pass  # a process that ended meanwhile
+            return total / os.sysconf("SC_CLK_TCK")
 
         with Conn(self.server.port) as c:
+            # One whole request first: its answer shows the connection is being served (in
+            # every model, the iterative one included, without a second connection).
+            c.send(build_request("GET", "/p2.txt"))
+            self.assertEqual(c.read_final_response().body, b"file 2\n")
             c.send(b"GET /p3.txt HTTP/1.1\r\nHost: x\r\n")
-            wait_until(lambda: int(self.server.metrics()["spoold_connections_open"]) >= 2,
-                       10, "the half-sent request's connection to be open")
             before = cpu_seconds()
             window = 1.0
             time.sleep(window)  # the observation window, not a synchronisation

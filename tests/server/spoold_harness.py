@@ -23,6 +23,14 @@ import unittest
 SANITIZE = os.environ.get("SPOOLD_SANITIZE", "")
 SCALE = 5 if SANITIZE else 1
 
+# The server architecture under test (spoold --model; spoold reads SPOOLD_MODEL itself).
+# tests/server/CMakeLists.txt runs the suites once per model. A model that cannot honour a test
+# (the iterative server with a second client, say) has the test assert what it does instead:
+# server/models/README.md, "What each model honours".
+MODEL = os.environ.get("SPOOLD_MODEL") or "epoll"
+# Serves one connection at a time: every other client waits in the listen backlog.
+ONE_AT_A_TIME = MODEL == "iterative"
+
 LISTEN_RE = re.compile(r"spoold: listening on http://([0-9.]+):(\d+)/")
 CPU_LINE = "spoold: cpu user"
 SANITIZER_MARKERS = (

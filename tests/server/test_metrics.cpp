@@ -1,6 +1,8 @@
 // metrics: counts recorded from many threads (run under TSan too), several metrics objects
 // side by side, and the Prometheus and JSON renderings.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <future>
@@ -260,6 +262,38 @@ TEST(metrics, ThreadsMayOutliveTheObject) {
     release.set_value();
   }
   later.join();
+}
+
+// The forking models: what children count is seen by the parent and by every other child.
+TEST(metrics, SharedAcrossProcessesSumsWhatChildrenCount) {
+  metrics m;
+  m.share_across_processes();
+  m.record_response(200, 10);  // the parent's own count lands in the shared counters too
+  constexpr int children = 3;
+  for (int i = 0; i < children; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Only async-signal-safe work in the child: relaxed adds on the mapping, then _exit.
+      m.connection_opened();
+      m.record_response(404, 5);
+      m.store_error();
+      m.connection_closed();
+      m.connection_opened();
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  spoold::metrics_snapshot s = m.snapshot();
+  EXPECT_EQ(s.requests, 1u + children);
+  EXPECT_EQ(s.by_status[4], static_cast<std::uint64_t>(children));
+  EXPECT_EQ(s.bytes_sent, 10u + 5u * children);
+  EXPECT_EQ(s.store_errors, static_cast<std::uint64_t>(children));
+  EXPECT_EQ(s.connections_accepted, 2u * children);
+  EXPECT_EQ(s.connections_open, static_cast<std::uint64_t>(children));
+  EXPECT_EQ(m.count_for(404), static_cast<std::uint64_t>(children));
 }
 
 TEST(metrics, StatusCodesOutsideTheRangeCountAsRequestsOnly) {

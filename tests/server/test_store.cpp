@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -471,6 +472,61 @@ TEST_F(RedisStore, DuringBackoffCallsFailWithoutConnecting) {
   EXPECT_FALSE(s->ping());
   spoold_test::redis_client raw(server_->port());
   EXPECT_EQ(raw.command({"GET", "visitor_count"})->type, REDIS_REPLY_NIL);  // nothing reached it
+}
+
+// One thread finding the server back ends every other thread's backoff: a server that serves
+// each connection on another thread must not keep failing requests for backoff_max.
+TEST_F(RedisStore, OneThreadsReconnectEndsTheOthersBackoff) {
+  spoold::store::redis_options o = options();
+  o.backoff_initial = std::chrono::hours(1);  // longer than the test: no retry by the clock
+  o.backoff_max = std::chrono::hours(1);
+  auto s = spoold::store::open_redis_store(o);
+  server_->stop();
+  auto in_thread = [](auto f) { std::async(std::launch::async, f).get(); };
+  // A thread that called during the outage is backing off for an hour...
+  std::promise<void> failed;
+  std::promise<void> server_back;
+  std::string before, after;
+  std::thread backing_off([&] {
+    before = unavailable_message([&] { s->visit(1); });
+    failed.set_value();
+    server_back.get_future().wait();
+    after = unavailable_message([&] { s->add_entry({"Bea", "after"}); });
+  });
+  failed.get_future().wait();
+  EXPECT_FALSE(before.empty());
+  server_->start();
+  // ...until another thread, which had not failed, connects.
+  in_thread([&] { s->add_entry({"Al", "first back"}); });
+  server_back.set_value();
+  backing_off.join();
+  EXPECT_EQ(after, "") << "the thread was still backing off";
+  EXPECT_EQ(names_of(s->visit(10)), (std::vector<std::string>{"Al", "Bea"}));
+}
+
+// After one thread's failure, another thread's connection made before it is not trusted: a
+// restarted Redis closed it, and the other thread's next call must not fail on it.
+TEST_F(RedisStore, OneThreadsFailureRetiresTheOthersConnections) {
+  spoold::store::redis_options o = options();
+  o.backoff_initial = std::chrono::hours(1);
+  o.backoff_max = std::chrono::hours(1);
+  auto s = spoold::store::open_redis_store(o);
+  std::promise<void> connected;
+  std::promise<void> restarted;
+  std::string later;
+  std::thread other([&] {
+    s->add_entry({"Cy", "before"});  // this thread's connection, to the first server
+    connected.set_value();
+    restarted.get_future().wait();
+    later = unavailable_message([&] { s->add_entry({"Cy", "after"}); });
+  });
+  connected.get_future().wait();
+  s->visit(1);  // this thread's connection, to the first server
+  server_->restart();
+  EXPECT_FALSE(unavailable_message([&] { s->visit(1); }).empty());  // fails on the dead one
+  restarted.set_value();
+  other.join();
+  EXPECT_EQ(later, "") << "the other thread used its connection from before the restart";
 }
 
 TEST_F(RedisStore, CallsSucceedAgainAfterTheServerReturns) {
