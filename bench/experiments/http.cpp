@@ -45,7 +45,8 @@ struct plan {
   std::vector<std::string> modes;  // "keepalive", "close"
   unsigned seconds = 10;
   unsigned wrk_slack_s = 30;
-  std::string root, url_path, body;
+  std::string root, url_path;
+  expected_answer expected;
   std::vector<server_kind> servers;  // in the order each repeat runs them
 };
 
@@ -90,7 +91,7 @@ void warn_about_unknown_models(const options& o) {
 void check_prerequisites(const options& o, const plan& p) {
   if (on_path("wrk").empty())
     cannot_run("wrk is not installed (not on PATH); scripts/install-deps.sh installs it");
-  check_servers(o, server_names(o), p.root + p.url_path, "http");
+  check_servers(o, server_names(o), p.root, p.url_path, "http");
 }
 
 plan make_plan(const options& o) {
@@ -114,7 +115,7 @@ plan make_plan(const options& o) {
   p.url_path = served_url_path(o);
   check_prerequisites(o, p);
   warn_about_unknown_models(o);
-  p.body = read_file(p.root + p.url_path);
+  p.expected = expected_at(p.root, p.url_path);
   p.servers = server_kinds(o, server_names(o), p.root, spoold_variants(o),
                            {"--max-connections", spoold_max_connections});
   return p;
@@ -170,7 +171,7 @@ std::string no_answer(const wrk_result& r, unsigned seconds, std::uint64_t conne
 sample measure(const point& at, const plan& p, failure_log& log) {
   // Killed (its whole group) if we leave early.
   const std::unique_ptr<running_server> server =
-      start_probed("http", at.variant, at.kind, p.url_path, p.body);
+      start_probed("http", at.variant, at.kind, p.url_path, p.expected);
   const std::string url = "http://127.0.0.1:" + std::to_string(server->port()) + p.url_path;
 
   // Errors under load are the measured run's to report; a server that answers nothing at all
@@ -364,7 +365,7 @@ void plot_concurrency(const options& o, const results& res, const plan& p, unsig
 void print_versions(const options& o, const plan& p) {
   print_run_head("# http:     " + std::to_string(p.concurrency.size()) +
                      " concurrency value(s) x " + std::to_string(p.modes.size()) + " mode(s)",
-                 p.servers, p.root, p.url_path, p.body);
+                 p.servers, p.root, p.url_path, p.expected);
   const std::string wrk = version_line("wrk", "-v");
   std::printf("# load:     %s; a run still going %u s after its duration is killed\n",
               wrk.empty() ? "wrk (version unknown)" : wrk.c_str(), p.wrk_slack_s);
@@ -452,7 +453,9 @@ const experiment& http_experiment() {
       "                      queue,poll; prethreaded-nolock: prethreaded --accept-lock off\n"
       "  --spoold PATH       the spoold binary (default: the one built beside spool-bench)\n"
       "  --root DIR          the files served (default: the repository's server/site)\n"
-      "  --file /PATH        the URL path requested (default /index.html)\n"
+      "  --file /PATH        the URL path requested (default /index.html); /guestbook:\n"
+      "                      spoold's guestbook page, a SQLite store visit per request\n"
+      "                      (spoold only: --servers spoold)\n"
       "  --threads LIST      wrk threads (default 2)\n"
       "  --plot TARGET       also DIR/http-concurrency.png: req/s against concurrency (log x);\n"
       "                      with more than two servers, http-models-MODE.png per mode too\n"

@@ -50,7 +50,8 @@ struct plan {
   unsigned reps = 20, seconds = 10;
   unsigned reps_limit_s = 120, time_slack_s = 15;
   int attempts = 3;  // when siege hangs
-  std::string root, url_path, body;
+  std::string root, url_path;
+  expected_answer expected;
   std::string original;  // the spoold model playing the paper's original server
   std::vector<server_kind> servers;
 };
@@ -75,7 +76,7 @@ std::string role_of(const plan& p, const std::string& row_name) {
 void check_prerequisites(const options& o, const plan& p) {
   if (on_path("siege").empty())
     cannot_run("siege is not installed (not on PATH); scripts/install-deps.sh installs it");
-  check_servers(o, server_names(o), p.root + p.url_path, "siege");
+  check_servers(o, server_names(o), p.root, p.url_path, "siege");
 }
 
 plan make_plan(const options& o) {
@@ -103,7 +104,7 @@ plan make_plan(const options& o) {
   p.url_path = served_url_path(o);
   p.original = o.original_model.empty() ? "iterative" : o.original_model;
   check_prerequisites(o, p);
-  p.body = read_file(p.root + p.url_path);
+  p.expected = expected_at(p.root, p.url_path);
 
   // The paper's two servers first, in its order, then spoold's default and nginx.
   const std::vector<std::string> models =
@@ -150,7 +151,7 @@ struct point {
 sample measure_once(const point& at, const plan& p, failure_log& log) {
   // Killed (its whole group) if we leave early.
   const std::unique_ptr<running_server> server =
-      start_probed("siege", at.variant, at.kind, p.url_path, p.body);
+      start_probed("siege", at.variant, at.kind, p.url_path, p.expected);
   siege_result r;
   const double cpu_before = server->cpu_seconds();
   try {
@@ -276,7 +277,7 @@ void print_versions(const options& o, const plan& p) {
   print_run_head("# siege:    " + std::to_string(p.concurrency.size()) +
                      " concurrency value(s) x " + std::to_string(p.forms.size()) + " form(s) x " +
                      std::to_string(p.modes.size()) + " mode(s)",
-                 p.servers, p.root, p.url_path, p.body);
+                 p.servers, p.root, p.url_path, p.expected);
   std::string version;
   try {
     const temp_dir scratch("spool-bench-siege");
@@ -372,7 +373,9 @@ const experiment& siege_experiment() {
       "  --models LIST       spoold models instead of ORIGINAL,queue,epoll (`all`: every one)\n"
       "  --spoold PATH       the spoold binary (default: the one built beside spool-bench)\n"
       "  --root DIR          the files served (default: the repository's server/site)\n"
-      "  --file /PATH        the URL path requested (default /index.html)\n"
+      "  --file /PATH        the URL path requested (default /index.html); /guestbook:\n"
+      "                      spoold's guestbook page, a SQLite store visit per request\n"
+      "                      (spoold only: --servers spoold)\n"
       "  --plot TARGET       also DIR/siege-response-FORM.png: response time against users\n"
       "                      (the paper's Figure 4)\n"
       "  --tiny              5 users, -r 10, iterative, queue and epoll, one repeat (the smoke\n"

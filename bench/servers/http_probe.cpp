@@ -57,10 +57,8 @@ std::string exchange(std::uint16_t port, const std::string& request) {
   }
 }
 
-}  // namespace
-
-void expect_file_served(std::uint16_t port, const std::string& path,
-                        const std::string& expected_body) {
+// The body of a 200 answer to GET `path`; throws saying what was wrong otherwise.
+std::string get_ok_body(std::uint16_t port, const std::string& path) {
   const std::string response =
       exchange(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   const auto head_end = response.find("\r\n\r\n");
@@ -68,11 +66,24 @@ void expect_file_served(std::uint16_t port, const std::string& path,
   if (status_line.rfind("HTTP/1.1 200", 0) != 0 && status_line.rfind("HTTP/1.0 200", 0) != 0)
     fail("GET " + path + " answered '" + status_line + "', not 200");
   if (head_end == std::string::npos) fail("GET " + path + ": the response head never ended");
-  const std::string body = response.substr(head_end + 4);
+  return response.substr(head_end + 4);
+}
+
+}  // namespace
+
+void expect_file_served(std::uint16_t port, const std::string& path,
+                        const std::string& expected_body) {
+  const std::string body = get_ok_body(port, path);
   if (body != expected_body)
     fail("GET " + path + " returned " + std::to_string(body.size()) +
          " body bytes that differ from the file's " + std::to_string(expected_body.size()) +
          " (chunked, or not the file)");
+}
+
+void expect_page_served(std::uint16_t port, const std::string& path, const std::string& marker) {
+  const std::string body = get_ok_body(port, path);
+  if (body.find(marker) == std::string::npos)
+    fail("GET " + path + " returned a page without '" + marker + "'");
 }
 
 }  // namespace bench

@@ -12,4 +12,8 @@ namespace bench {
 void expect_file_served(std::uint16_t port, const std::string& path,
                         const std::string& expected_body);
 
+// GETs `path` and checks for status 200 and a body containing `marker`: for a page that
+// changes with every request (spoold's guestbook).
+void expect_page_served(std::uint16_t port, const std::string& path, const std::string& marker);
+
 }  // namespace bench

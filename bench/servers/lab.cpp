@@ -86,9 +86,20 @@ std::string served_url_path(const options& o) {
   return o.url_path.empty() ? "/index.html" : o.url_path;
 }
 
+bool is_guestbook(const std::string& url_path) { return url_path == guestbook_path; }
+
+expected_answer expected_at(const std::string& root, const std::string& url_path) {
+  if (is_guestbook(url_path)) return {"<title>Guestbook</title>", true};
+  return {read_file(root + url_path), false};
+}
+
 void check_servers(const options& o, const std::vector<std::string>& servers,
-                   const std::string& file, const char* who) {
+                   const std::string& root, const std::string& url_path, const char* who) {
   for (const std::string& name : servers) {
+    if (name == "nginx" && is_guestbook(url_path))
+      cannot_run(who, std::string("--file ") + guestbook_path +
+                          " is spoold's application and nginx serves files: pass --servers "
+                          "spoold");
     if (name == "nginx" && !is_executable(nginx_binary))
       cannot_run(who, std::string(nginx_binary) +
                           " is missing; scripts/install-deps.sh installs nginx (or leave it out: "
@@ -104,7 +115,8 @@ void check_servers(const options& o, const std::vector<std::string>& servers,
                                  "--spoold PATH"
                                : ""));
   }
-  if (!std::filesystem::is_regular_file(file))
+  const std::string file = root + url_path;
+  if (!is_guestbook(url_path) && !std::filesystem::is_regular_file(file))
     cannot_run(who, "no file " + file + " to serve (--root DIR, --file /PATH)");
 }
 
@@ -268,7 +280,7 @@ void report_stage_failure(const char* who, const std::string& variant, const std
 
 std::unique_ptr<running_server> start_probed(const char* who, const std::string& variant,
                                              const server_kind& kind, const std::string& url_path,
-                                             const std::string& body) {
+                                             const expected_answer& expected) {
   // Neither stage throws a load generator's error: the reason is the message's first line.
   const auto give_up = [&](const std::string& stage, const std::exception& e) {
     report_stage_failure(who, variant, kind.name, stage, e);
@@ -281,7 +293,11 @@ std::unique_ptr<running_server> start_probed(const char* who, const std::string&
     throw give_up("start", e);
   }
   try {
-    expect_file_served(server->port(), url_path, body);
+    if (expected.page) {
+      expect_page_served(server->port(), url_path, expected.text);
+    } else {
+      expect_file_served(server->port(), url_path, expected.text);
+    }
   } catch (const std::exception& e) {
     throw give_up("probe GET", e);
   }
@@ -339,11 +355,17 @@ void footnotes::print(std::FILE* out) const {
 }
 
 void print_run_head(const std::string& head, const std::vector<server_kind>& servers,
-                    const std::string& root, const std::string& url_path, const std::string& body) {
+                    const std::string& root, const std::string& url_path,
+                    const expected_answer& expected) {
   std::string line = head + "; servers:";
   for (const server_kind& k : servers) line += " " + k.name;
-  std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), root.c_str(), url_path.c_str(),
-              body.size());
+  if (expected.page) {
+    std::printf("%s\n# serving:  %s, spoold's guestbook page (a SQLite store visit per request)\n",
+                line.c_str(), url_path.c_str());
+  } else {
+    std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), root.c_str(),
+                url_path.c_str(), expected.text.size());
+  }
 }
 
 std::string fixed(double v, int decimals) {

@@ -44,11 +44,27 @@ std::string spoold_binary(const options& o);
 std::string served_root(const options& o);
 std::string served_url_path(const options& o);
 
+// --file /guestbook loads spoold's application instead of a file: every GET is a store visit
+// (the visitor count written and the last entries read, in SQLite in the server's temporary
+// directory), so each request waits on the store as ZeroHTTPd's waited on Redis. spoold only:
+// nginx serves files. The page changes with every visit, so the probe checks its status and
+// title, not its bytes.
+inline constexpr const char* guestbook_path = "/guestbook";
+bool is_guestbook(const std::string& url_path);
+// What a probe expects at `url_path`: the file's bytes, or for the guestbook its title
+// (`page` is then true).
+struct expected_answer {
+  std::string text;
+  bool page = false;
+};
+expected_answer expected_at(const std::string& root, const std::string& url_path);
+
 // What would make a run fail half-way, checked before the first server starts: every server in
-// `servers` ("spoold", "nginx") present, and `file` there to serve. Ends the run through
-// cannot_run(who, ...) if not. The load generator is the experiment's own to check, first.
+// `servers` ("spoold", "nginx") present, and `url_path` there to serve under `root` (or the
+// guestbook, with spoold alone). Ends the run through cannot_run(who, ...) if not. The load
+// generator is the experiment's own to check, first.
 void check_servers(const options& o, const std::vector<std::string>& servers,
-                   const std::string& file, const char* who);
+                   const std::string& root, const std::string& url_path, const char* who);
 
 // The servers of a run, in the order of `servers`: nginx, and for "spoold" one per variant in
 // `spoold_variants` (spoold_kind), each given `spoold_args`.
@@ -113,11 +129,11 @@ class failure_log {
 // 4000 characters); the caller then throws the point's failure with a one-line reason.
 void report_stage_failure(const char* who, const std::string& variant, const std::string& server,
                           const std::string& stage, const std::exception& e);
-// A fresh server of `kind`, checked with one GET of `url_path` (status 200 and `body`). Throws
-// point_failure ("start: REASON" or "probe GET: REASON") after report_stage_failure.
+// A fresh server of `kind`, checked with one GET of `url_path` (status 200 and `expected`).
+// Throws point_failure ("start: REASON" or "probe GET: REASON") after report_stage_failure.
 std::unique_ptr<running_server> start_probed(const char* who, const std::string& variant,
                                              const server_kind& kind, const std::string& url_path,
-                                             const std::string& body);
+                                             const expected_answer& expected);
 
 // Stops `server` gracefully. A stop that fails leaves the figures standing: its details go to
 // stderr and a remark "stop: REASON" to `log` at (variant, server, threads).
@@ -149,7 +165,8 @@ class footnotes {
 
 // The head of a run's output: `head` ("# http:     ..."), the servers' names, and the file served.
 void print_run_head(const std::string& head, const std::vector<server_kind>& servers,
-                    const std::string& root, const std::string& url_path, const std::string& body);
+                    const std::string& root, const std::string& url_path,
+                    const expected_answer& expected);
 
 // `v` with `decimals` digits after the point.
 std::string fixed(double v, int decimals);

@@ -97,6 +97,7 @@ struct connection {
   bool readable = false;
   bool discarded_input = false;  // an error response threw away unread request bytes
   bool queued = false;           // on the loop's ready list
+  bool dead = false;             // unlinked; deleted at the end of the loop's turn
   connection* prev = nullptr;
   connection* next = nullptr;
 
@@ -139,6 +140,7 @@ class event_loop {
   void finish_or_linger(connection* c);
   void close_connection(connection* c);
   void free_if_unreferenced(connection* c);
+  void bury_dead();
   void close_if_idle(connection* c);
   static void set_nodelay(connection* c);
   [[nodiscard]] bool worth_parsing(const connection* c, std::string_view buffer) const;
@@ -160,8 +162,10 @@ class event_loop {
   clock::time_point accept_paused_until_{};
   std::atomic<bool> stop_{false};
   // Every connection object, open or closed. A closed one (fd < 0) stays listed until neither a
-  // pool job nor the ready list refers to it (free_if_unreferenced).
+  // pool job nor the ready list refers to it (free_if_unreferenced), and is deleted only at the
+  // end of the loop's turn (bury_dead): the turn's epoll_event array may still name it.
   connection* connections_ = nullptr;
+  std::vector<connection*> dead_;
   std::size_t live_ = 0;            // open connections
   std::vector<connection*> ready_;  // connections with more pipelined work
   std::vector<connection*> ready_turn_;
@@ -241,6 +245,7 @@ event_loop::~event_loop() {
   // The pool has been drained by now (server_model::wait's contract): jobs of connections
   // closed at the grace deadline completed into done_, which owns nothing but responses.
   done_.clear();
+  bury_dead();
   while (connections_ != nullptr) {
     connection* c = connections_;
     connections_ = c->next;
@@ -306,6 +311,8 @@ void event_loop::run() {
       free_if_unreferenced(c);
     }
     ready_turn_.clear();
+    // Nothing of this turn (its events, its ready list) refers to a connection any more.
+    bury_dead();
     if (stopping() && !shutdown_started_) begin_shutdown();
     auto now = clock::now();
     if (now >= next_sweep) {
@@ -708,12 +715,22 @@ void event_loop::close_connection(connection* c) {
   ctx_.counters.connection_closed();
 }
 
+// Unlinks a closed connection that no job and no ready-list entry refers to. It is deleted
+// later, by bury_dead() at the end of the turn: an event for it may come later in the same
+// epoll_wait batch (a completion closed it, then its EPOLLIN is handled), and on_event must
+// still find fd == -1 there, not freed memory.
 void event_loop::free_if_unreferenced(connection* c) {
-  if (c->fd >= 0 || c->job_pending || c->queued) return;
+  if (c->fd >= 0 || c->job_pending || c->queued || c->dead) return;
   if (c->prev != nullptr) c->prev->next = c->next;
   if (c->next != nullptr) c->next->prev = c->prev;
   if (connections_ == c) connections_ = c->next;
-  delete c;
+  c->dead = true;
+  dead_.push_back(c);
+}
+
+void event_loop::bury_dead() {
+  for (connection* c : dead_) delete c;
+  dead_.clear();
 }
 
 void event_loop::sweep(clock::time_point now) {
