@@ -18,12 +18,18 @@
 //
 // Concurrency: a connection per thread (thread_connections.hpp). Every transaction is BEGIN
 // IMMEDIATE, which takes the write lock up front, so two transactions never deadlock upgrading
-// a read lock; a busy timeout makes the others wait for it instead of failing at once.
+// a read lock. SQLite allows one writer at a time, so the threads of one process take turns on a
+// mutex before they begin: a thread that finds SQLite's lock taken would otherwise sleep in the
+// busy handler (1, 2, 5, 10 ms and more between tries), far longer than the transaction it
+// waits for, and a server with many threads (threaded, prethreaded, the pool under epoll)
+// would spend its time asleep. The busy timeout still covers writers in other processes (the
+// forking models, a second spoold on the same file), and makes them wait instead of failing.
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -225,10 +231,12 @@ class sqlite_store final : public store {
   }
 
   void add_entry(const entry& e) override {
+    const std::lock_guard turn(writer_);
     with_connection([&](connection& c) { c.add_entry(e); });
   }
 
   page visit(std::size_t max_entries) override {
+    const std::lock_guard turn(writer_);  // a visit writes too: the visitor count
     return with_connection([&](connection& c) { return c.visit(max_entries); });
   }
 
@@ -260,6 +268,7 @@ class sqlite_store final : public store {
   }
 
   std::string path_;
+  std::mutex writer_;  // held for a whole write transaction: one writer of this process at a time
   thread_connections connections_;
 };
 
