@@ -230,14 +230,20 @@ class sqlite_store final : public store {
     }
   }
 
+  // The turn is taken once the thread has its connection: opening one (a file, the WAL's shared
+  // memory, a dozen prepared statements) runs in parallel with other threads' transactions.
   void add_entry(const entry& e) override {
-    const std::lock_guard turn(writer_);
-    with_connection([&](connection& c) { c.add_entry(e); });
+    with_connection([&](connection& c) {
+      const std::lock_guard turn(writer_);
+      c.add_entry(e);
+    });
   }
 
   page visit(std::size_t max_entries) override {
-    const std::lock_guard turn(writer_);  // a visit writes too: the visitor count
-    return with_connection([&](connection& c) { return c.visit(max_entries); });
+    return with_connection([&](connection& c) {
+      const std::lock_guard turn(writer_);  // a visit writes too: the visitor count
+      return c.visit(max_entries);
+    });
   }
 
   bool ping() noexcept override {
