@@ -2,6 +2,7 @@
 // Internal: users never name these types.
 #pragma once
 
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <utility>
@@ -29,6 +30,19 @@ class task {
   virtual void cancel() noexcept = 0;
   // The submission was refused, so nobody has seen the task: free it silently.
   virtual void destroy() noexcept = 0;
+
+  // Task memory is recycled per thread (src/task_memory.cpp): a task is typically allocated
+  // by the submitting thread and freed by the worker that ran it, a pattern malloc serves
+  // through a lock. Over-aligned tasks use the global operators.
+  static void* operator new(std::size_t size);
+  static void* operator new(std::size_t size, const std::nothrow_t&) noexcept;
+  static void operator delete(void* p, std::size_t size) noexcept;
+  static void* operator new(std::size_t size, std::align_val_t al) {
+    return ::operator new(size, al);
+  }
+  static void operator delete(void* p, std::size_t size, std::align_val_t al) noexcept {
+    ::operator delete(p, size, al);
+  }
 
  protected:
   task() = default;
