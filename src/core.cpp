@@ -69,7 +69,7 @@ core::core(const config& cfg)
       elastic_(max_threads_ > min_threads_),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
       slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0),
-      parker_(max_spinners_for(min_threads_)),
+      parker_(max_threads_, max_spinners_for(min_threads_)),
       workers_(new std::unique_ptr<worker>[max_threads_]) {
   for (unsigned i = 0; i < min_threads_; ++i) {
     if (std::error_code ec = grow(scale_event::cause::initial)) {

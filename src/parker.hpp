@@ -4,8 +4,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <climits>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "futex.hpp"
 
@@ -21,7 +22,9 @@ namespace spool::detail {
 
 class parker {
  public:
-  explicit parker(std::uint32_t max_spinners = 1) noexcept : max_spinners_(max_spinners) {}
+  // seats: how many threads may sleep here at once, each under its own seat number in
+  // [0, seats) (a worker's index). max_spinners: see try_start_spinning().
+  explicit parker(std::uint32_t seats = 1, std::uint32_t max_spinners = 1);
 
   // Spinning: an idle worker may poll for a while before sleeping, but only max_spinners at a
   // time. While anyone spins, a submission wakes nobody (the spinner will take the task), so
@@ -40,30 +43,25 @@ class parker {
   // again before parking: a submission that saw it spinning did not wake anyone.
   void stop_spinning() noexcept { spinners_.fetch_sub(1, std::memory_order_seq_cst); }
 
-  // A worker that found no work calls prepare(), then looks for work (and any other condition
-  // it waits for) once more, then either cancel()s (it found something) or park()s with the
-  // key prepare() returned.
-  std::uint32_t prepare() noexcept {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-#ifndef SPOOL_TSAN
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
-    return epoch_.load(std::memory_order_seq_cst);
-  }
-  void cancel() noexcept { sleepers_.fetch_sub(1, std::memory_order_relaxed); }
-  void park(std::uint32_t key) noexcept {
-    futex_wait(epoch_, key);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  // Returns false once the deadline has passed.
-  bool park_until(std::uint32_t key, std::chrono::steady_clock::time_point deadline) noexcept {
-    bool in_time = futex_wait_until(epoch_, key, deadline);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    return in_time;
-  }
+  // How a park ended. `searching`: notify_one() chose this sleeper and counted it as a
+  // spinner on its behalf, so that later submissions wake nobody else until it has looked;
+  // the caller must look for work and then call stop_spinning(), as a spinner does.
+  enum class wake : unsigned char { timed_out, woken, searching };
+
+  // A worker that found no work calls prepare(seat), then looks for work (and any other
+  // condition it waits for) once more, then either cancel()s (it found something) or parks.
+  void prepare(std::uint32_t seat) noexcept;
+  // Withdraws from the sleepers. Returns true if a notify_one() had already chosen this seat:
+  // the caller then holds a spinner's count, which cancel() has given back, and it must take
+  // the work it found or make sure someone will (core::wake_for_surplus).
+  bool cancel(std::uint32_t seat) noexcept;
+  wake park(std::uint32_t seat) noexcept;
+  // As park(), until the deadline; wake::timed_out means it passed with nobody choosing this
+  // seat, which is no longer among the sleepers.
+  wake park_until(std::uint32_t seat, std::chrono::steady_clock::time_point deadline) noexcept;
 
   // Called after making work visible. Costs a fence and two loads when a worker spins or
-  // nobody sleeps.
+  // nobody sleeps; otherwise it takes the most recent sleeper off the list and wakes it.
   void notify_one() noexcept {
 #ifdef SPOOL_TSAN
     if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return;
@@ -73,41 +71,40 @@ class parker {
     if (spinners_.load(std::memory_order_seq_cst) != 0) return;
     if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
 #endif
-    wake(1);
+    wake_one();
   }
   // Wakes every sleeper: shutdown, and a future completing that a worker sleeps on.
-  void notify_all() noexcept { notify(INT_MAX); }
+  void notify_all() noexcept;
 
   std::uint32_t sleepers() const noexcept { return sleepers_.load(std::memory_order_relaxed); }
 
  private:
-  void notify(int count) noexcept {
-    if (sleepers_now() == 0) return;
-    wake(count);
-  }
-  void wake(int count) noexcept {
-    epoch_.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(epoch_, count);
-  }
+  // A seat's word: what its sleeper futex-waits on.
+  static constexpr std::uint32_t k_asleep = 0;
+  static constexpr std::uint32_t k_woken = 1;      // by notify_all
+  static constexpr std::uint32_t k_searching = 2;  // by notify_one, counted as a spinner
+  static constexpr std::uint32_t k_unlisted = ~std::uint32_t{0};
 
+  struct alignas(64) seat_state {
+    std::atomic<std::uint32_t> word{k_asleep};
+    std::uint32_t pos = k_unlisted;  // index in sleeping_, guarded by mu_
+  };
 
-  // The notifier's half of the Dekker pairing with prepare(): a full fence, then a plain load,
-  // so a submission that finds nobody asleep never writes this shared line. ThreadSanitizer
-  // does not model fences; under it, a read-modify-write of sleepers_ stands in, which is
-  // also correct (it joins the release sequence of the sleepers' increments) but costlier.
-  std::uint32_t sleepers_now() noexcept {
-#ifdef SPOOL_TSAN
-    return sleepers_.fetch_add(0, std::memory_order_seq_cst);
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return sleepers_.load(std::memory_order_seq_cst);
-#endif
+  void wake_one() noexcept;
+  void unlist_locked(std::uint32_t seat) noexcept;  // takes a listed seat off sleeping_
+  wake woken_as(std::uint32_t word) const noexcept {
+    return word == k_searching ? wake::searching : wake::woken;
   }
 
-  alignas(64) std::atomic<std::uint32_t> epoch_{0};
+  const std::uint32_t max_spinners_;
+  std::unique_ptr<seat_state[]> seats_;
+  // The sleepers, most recent last (notify_one wakes the one whose cache is warmest).
+  std::mutex mu_;
+  std::unique_ptr<std::uint32_t[]> sleeping_;  // guarded by mu_
+  std::uint32_t depth_ = 0;                    // guarded by mu_
+  // depth_, changed under mu_ and read without it: the notifier's half of the Dekker pairing.
   alignas(64) std::atomic<std::uint32_t> sleepers_{0};
   alignas(64) std::atomic<std::uint32_t> spinners_{0};
-  const std::uint32_t max_spinners_;
 };
 
 }  // namespace spool::detail

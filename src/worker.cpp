@@ -68,35 +68,48 @@ void core::worker_main(worker& w) noexcept {
     }
     execute(&w, t);
   };
+  // Woken by notify_one, this thread counts as a spinner until it has looked for work once
+  // (parker::wake::searching); it then stops, as a spinner does, and either takes what it
+  // found (and wake_for_surplus passes the baton on) or looks again before parking.
+  bool searching = false;
   for (;;) {
-    if (task* t = find_task(w)) {
-      take(t);
+    task* found = find_task(w);
+    if (searching) {
+      searching = false;
+      parker_.stop_spinning();
+    }
+    if (found != nullptr) {
+      take(found);
       continue;
     }
     if (!was_idle) go_idle();
     if (spin(w, [] { return false; })) continue;
     // The parker's protocol: announce, look once more, then sleep (src/README.md).
-    const std::uint32_t key = parker_.prepare();
+    parker_.prepare(w.index);
     // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
     notify_idle_waiters();
     if (terminate_.load(std::memory_order_seq_cst)) {
-      parker_.cancel();
+      parker_.cancel(w.index);
       break;
     }
     if (task* t = find_task(w)) {
-      parker_.cancel();
+      parker_.cancel(w.index);  // a spinner's count it held is given back; take() passes it on
       take(t);
       continue;
     }
     // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
     // retires. At or below it sleeps without a timeout: an idle pool makes no wake-ups.
     if (!elastic_ || live_.load(std::memory_order_relaxed) <= min_threads_) {
-      parker_.park(key);
+      searching = parker_.park(w.index) == parker::wake::searching;
       continue;
     }
-    if (parker_.park_until(key, idle_since + cfg_.keep_alive)) continue;
-    // Idle for keep_alive. No longer counted as a sleeper, look once more (a waker that saw us
-    // in `sleepers` before park_until() took us out may have woken nobody), then retire.
+    const parker::wake how = parker_.park_until(w.index, idle_since + cfg_.keep_alive);
+    if (how != parker::wake::timed_out) {
+      searching = how == parker::wake::searching;
+      continue;
+    }
+    // Idle for keep_alive and no longer among the sleepers: look once more (a waker that saw
+    // us in `sleepers` before park_until() took us out may have woken nobody), then retire.
     if (task* t = find_task(w)) {
       take(t);
       continue;
@@ -239,10 +252,26 @@ void core::execute(worker* w, task* t) noexcept {
 bool core::help_until(wait_target& until,
                       const std::chrono::steady_clock::time_point* deadline) noexcept {
   worker& w = *tls_worker;
+  // As in worker_main: woken by notify_one, this thread counts as a spinner until it has
+  // looked once. A helper may leave right after (its target is done), so it gives the count
+  // back and, like a worker that found a task, wakes one sleeper if work is queued.
+  bool searching = false;
+  auto stop_searching = [&] {
+    if (searching) {
+      searching = false;
+      parker_.stop_spinning();
+      wake_for_surplus();
+    }
+  };
   for (;;) {
-    if (until.done()) return true;
-    if (task* t = find_task(w)) {
-      execute(&w, t);
+    if (until.done()) {
+      stop_searching();
+      return true;
+    }
+    task* found = find_task(w);
+    stop_searching();
+    if (found != nullptr) {
+      execute(&w, found);
       continue;
     }
     if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
@@ -250,28 +279,29 @@ bool core::help_until(wait_target& until,
       if (!until.done()) wake_for_surplus();
       continue;
     }
-    const std::uint32_t key = parker_.prepare();
+    parker_.prepare(w.index);
     // After prepare(): either the waker sees our announcement and wakes the parker, or we see
     // the target done here (arm() and the waker's check pair up; see wait_target).
     if (until.arm()) {
-      parker_.cancel();
+      if (parker_.cancel(w.index)) wake_for_surplus();
       return true;
     }
     if (task* t = find_task(w)) {
-      parker_.cancel();
+      parker_.cancel(w.index);
       until.disarm();
       wake_for_surplus();
       execute(&w, t);
       continue;
     }
-    bool in_time = true;
+    parker::wake how;
     if (deadline == nullptr) {
-      parker_.park(key);
+      how = parker_.park(w.index);
     } else {
-      in_time = parker_.park_until(key, *deadline);
+      how = parker_.park_until(w.index, *deadline);
     }
     until.disarm();
-    if (!in_time) return until.done();
+    if (how == parker::wake::timed_out) return until.done();
+    searching = how == parker::wake::searching;
   }
 }
 

@@ -30,9 +30,8 @@ BENCHMARK(BM_parker_notify_no_sleepers);
 void BM_parker_prepare_cancel(benchmark::State& state) {
   parker p;
   for (auto _ : state) {
-    std::uint32_t key = p.prepare();
-    benchmark::DoNotOptimize(key);
-    p.cancel();
+    p.prepare(0);
+    benchmark::DoNotOptimize(p.cancel(0));
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -47,20 +46,27 @@ struct side {
 };
 
 // The sleeper's half: poll `spin` rounds, then prepare, look once more, and park or cancel.
-// A wake-up may be spurious (the epoch moved for an earlier turn), so it loops.
+// A sleeper chosen by notify_one is counted as a spinner until it has looked once.
 void await_turn(side& me, int spin) {
   for (int i = 0; i < spin && !me.turn.load(std::memory_order_acquire); ++i) {
     spool_micro::cpu_relax();
   }
+  bool searching = false;
   while (!me.turn.load(std::memory_order_acquire)) {
-    std::uint32_t key = me.sleepers.prepare();
+    if (searching) {
+      searching = false;
+      me.sleepers.stop_spinning();
+      continue;
+    }
+    me.sleepers.prepare(0);
     if (me.turn.load(std::memory_order_seq_cst)) {
-      me.sleepers.cancel();
+      me.sleepers.cancel(0);
       break;
     }
-    me.sleepers.park(key);
+    searching = me.sleepers.park(0) == parker::wake::searching;
     ++me.parks;
   }
+  if (searching) me.sleepers.stop_spinning();
   // Only the owner clears its flag, and the other side sets it again only after this side
   // has handed the turn back (release/acquire), so this store cannot hide a new turn.
   me.turn.store(false, std::memory_order_relaxed);

@@ -1,0 +1,134 @@
+// parker.cpp: the sleeping half of the parker. Each sleeper waits on its own seat's word, and
+// a notifier takes the sleeper it wakes off the list before waking it; so a sleeper that has
+// been chosen but not yet scheduled is never counted again, and a burst of submissions costs
+// one futex wake per sleeper, not one per submission (src/README.md, "Parking and waking").
+#include "parker.hpp"
+
+#include <climits>
+
+namespace spool::detail {
+
+parker::parker(std::uint32_t seats, std::uint32_t max_spinners)
+    : max_spinners_(max_spinners),
+      seats_(new seat_state[seats]),
+      sleeping_(new std::uint32_t[seats]) {}
+
+void parker::prepare(std::uint32_t seat) noexcept {
+  seat_state& s = seats_[seat];
+  {
+    std::lock_guard lock(mu_);
+    s.word.store(k_asleep, std::memory_order_relaxed);
+    s.pos = depth_;
+    sleeping_[depth_++] = seat;
+    // A read-modify-write: the sleeper's half of the Dekker pairing with notify_one (announce,
+    // then look again); under the lock, so it always equals depth_ once the lock is free.
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  }
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+void parker::unlist_locked(std::uint32_t seat) noexcept {
+  const std::uint32_t at = seats_[seat].pos;
+  const std::uint32_t last = sleeping_[--depth_];
+  sleeping_[at] = last;
+  seats_[last].pos = at;
+  seats_[seat].pos = k_unlisted;
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+bool parker::cancel(std::uint32_t seat) noexcept {
+  std::uint32_t word;
+  {
+    std::lock_guard lock(mu_);
+    if (seats_[seat].pos != k_unlisted) {
+      unlist_locked(seat);
+      return false;
+    }
+    word = seats_[seat].word.load(std::memory_order_relaxed);  // set under mu_ when chosen
+  }
+  if (word != k_searching) return false;
+  stop_spinning();
+  return true;
+}
+
+parker::wake parker::park(std::uint32_t seat) noexcept {
+  std::atomic<std::uint32_t>& word = seats_[seat].word;
+  for (;;) {
+    // Acquire: pairs with the notifier's release, after which this seat is off the list.
+    const std::uint32_t w = word.load(std::memory_order_acquire);
+    if (w != k_asleep) return woken_as(w);
+    futex_wait(word, k_asleep);
+  }
+}
+
+parker::wake parker::park_until(std::uint32_t seat,
+                                std::chrono::steady_clock::time_point deadline) noexcept {
+  std::atomic<std::uint32_t>& word = seats_[seat].word;
+  for (;;) {
+    const std::uint32_t w = word.load(std::memory_order_acquire);
+    if (w != k_asleep) return woken_as(w);
+    if (!futex_wait_until(word, k_asleep, deadline)) break;
+  }
+  // The deadline passed. Whoever holds the lock first decides: this sleeper leaves the list,
+  // or a notifier already chose it (and set the word under the lock).
+  std::lock_guard lock(mu_);
+  if (seats_[seat].pos != k_unlisted) {
+    unlist_locked(seat);
+    return wake::timed_out;
+  }
+  return woken_as(word.load(std::memory_order_relaxed));
+}
+
+void parker::wake_one() noexcept {
+  std::atomic<std::uint32_t>* word;
+  {
+    std::lock_guard lock(mu_);
+    if (depth_ == 0) return;  // another notifier took the last one
+    const std::uint32_t seat = sleeping_[depth_ - 1];
+    unlist_locked(seat);
+    // Counted as a spinner from now until it has looked: submissions in between wake nobody.
+    spinners_.fetch_add(1, std::memory_order_seq_cst);
+    word = &seats_[seat].word;
+    word->store(k_searching, std::memory_order_release);
+  }
+  // After the unlock the seat may already have been re-taken by its worker, parked again, and
+  // be waiting on k_asleep: this wake is then spurious, and park() sleeps again.
+  futex_wake(*word, 1);
+}
+
+void parker::notify_all() noexcept {
+#ifdef SPOOL_TSAN
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+#endif
+  // Wakes in batches so that no futex call is made under the lock; bounded by the sleepers
+  // present at the start, so that threads parking meanwhile cannot keep it going.
+  constexpr std::uint32_t k_batch = 64;
+  std::uint32_t budget;
+  {
+    std::lock_guard lock(mu_);
+    budget = depth_;
+  }
+  while (budget != 0) {
+    std::atomic<std::uint32_t>* words[k_batch];
+    std::uint32_t n = 0;
+    {
+      std::lock_guard lock(mu_);
+      while (n < k_batch && budget != 0 && depth_ != 0) {
+        const std::uint32_t seat = sleeping_[depth_ - 1];
+        unlist_locked(seat);
+        seats_[seat].word.store(k_woken, std::memory_order_release);
+        words[n++] = &seats_[seat].word;
+        --budget;
+      }
+      if (depth_ == 0) budget = 0;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) futex_wake(*words[i], INT_MAX);
+  }
+}
+
+}  // namespace spool::detail
