@@ -167,6 +167,9 @@ void print_common_help(std::FILE* out) {
       "  --quick          smaller sizes: `spool-bench all --quick` takes under 5 minutes on 2 "
       "cores\n"
       "  --tiny           minimal sizes, for the smoke test (figures are meaningless)\n"
+      "  --spin-rounds N  spool's config::spin_rounds (default: the library's, 64): how long\n"
+      "                   idle workers and waiting threads poll before they sleep; 0 sleeps at\n"
+      "                   once (the low-CPU setting)\n"
       "  --out FILE       also write the results to FILE, as CSV or JSON by its extension\n"
       "  --plot FILE.png  bar chart of the medians through gnuplot; or a directory (ending in\n"
       "                   / or existing): DIR/EXPERIMENT.png; for `all`, a directory or a\n"
@@ -232,6 +235,10 @@ options parse_options(int argc, char** argv, const experiment* exp) {
         usage_error(o, "--out wants a .csv or .json file");
     } else if (flag == "--plot") {
       o.plot_target = take_value();
+    } else if (flag == "--spin-rounds") {
+      const std::uint64_t r = parse_count(o, flag, take_value());
+      if (r > 1'000'000) usage_error(o, "--spin-rounds wants 0..1000000");
+      o.spin_rounds = static_cast<unsigned>(r);
     } else if (flag == "--find-max" && exp &&
                std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
       o.find_max = true;

@@ -27,6 +27,8 @@ struct options {
   std::vector<std::string> peers;  // empty: every peer
   std::string out_file;
   std::string plot_target;
+  // spool's config::spin_rounds for every spool pool of the run; unset: the library's default.
+  std::optional<unsigned> spin_rounds;
 
   // Experiment parameters; unset means the experiment's default for the size mode.
   std::vector<std::uint64_t> n;

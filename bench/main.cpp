@@ -10,6 +10,7 @@
 #include <string>
 
 #include "experiments/experiments.hpp"
+#include "peers/spool_peer.hpp"
 #include "harness.hpp"
 #include "plot.hpp"
 #include "process_stats.hpp"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   }
   const bool many = name == "all";
   const options o = parse_options(argc, argv, many ? nullptr : chosen.front());
+  if (o.spin_rounds) spool_peer::spin_rounds = *o.spin_rounds;
   const run_info info = describe(o);
   print_header(info, o);
 

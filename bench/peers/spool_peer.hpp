@@ -21,6 +21,9 @@ class spool_peer {
 
   explicit spool_peer(unsigned threads) : pool_(make_config(threads)) {}
 
+  // config::spin_rounds for the pools made from here on (spool-bench --spin-rounds).
+  static inline unsigned spin_rounds = spool::config{}.spin_rounds;
+
   template <class F>
   void post(F&& f) {
     pool_.post(std::forward<F>(f));
@@ -58,6 +61,7 @@ class spool_peer {
     spool::config cfg;
     cfg.threads = threads;
     cfg.name = "bench";
+    cfg.spin_rounds = spin_rounds;
     return cfg;
   }
   spool::pool pool_;
