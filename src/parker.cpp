@@ -11,7 +11,8 @@ namespace spool::detail {
 parker::parker(std::uint32_t seats, std::uint32_t max_spinners)
     : max_spinners_(max_spinners),
       seats_(new seat_state[seats]),
-      sleeping_(new std::uint32_t[seats]) {}
+      sleeping_(new std::uint32_t[seats]),
+      chosen_(new std::uint32_t[seats]) {}
 
 void parker::prepare(std::uint32_t seat) noexcept {
   seat_state& s = seats_[seat];
@@ -105,30 +106,22 @@ void parker::notify_all() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
 #endif
-  // Wakes in batches so that no futex call is made under the lock; bounded by the sleepers
-  // present at the start, so that threads parking meanwhile cannot keep it going.
-  constexpr std::uint32_t k_batch = 64;
-  std::uint32_t budget;
+  // Every sleeper listed now is chosen at once, under one hold of the lock: choosing them a
+  // few at a time would let a sleeper that arrives meanwhile take the place of one that was
+  // already waiting (the list is a stack), and leave that one asleep. The futex calls come
+  // after the lock, from a list kept under all_mu_ (one notify_all at a time uses it).
+  std::lock_guard all(all_mu_);
+  std::uint32_t n = 0;
   {
     std::lock_guard lock(mu_);
-    budget = depth_;
-  }
-  while (budget != 0) {
-    std::atomic<std::uint32_t>* words[k_batch];
-    std::uint32_t n = 0;
-    {
-      std::lock_guard lock(mu_);
-      while (n < k_batch && budget != 0 && depth_ != 0) {
-        const std::uint32_t seat = sleeping_[depth_ - 1];
-        unlist_locked(seat);
-        seats_[seat].word.store(k_woken, std::memory_order_release);
-        words[n++] = &seats_[seat].word;
-        --budget;
-      }
-      if (depth_ == 0) budget = 0;
+    while (depth_ != 0) {
+      const std::uint32_t seat = sleeping_[depth_ - 1];
+      unlist_locked(seat);
+      seats_[seat].word.store(k_woken, std::memory_order_release);
+      chosen_[n++] = seat;
     }
-    for (std::uint32_t i = 0; i < n; ++i) futex_wake(*words[i], INT_MAX);
   }
+  for (std::uint32_t i = 0; i < n; ++i) futex_wake(seats_[chosen_[i]].word, INT_MAX);
 }
 
 }  // namespace spool::detail

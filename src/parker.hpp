@@ -102,6 +102,9 @@ class parker {
   std::mutex mu_;
   std::unique_ptr<std::uint32_t[]> sleeping_;  // guarded by mu_
   std::uint32_t depth_ = 0;                    // guarded by mu_
+  // notify_all's list of the seats it chose, to wake after releasing mu_.
+  std::mutex all_mu_;
+  std::unique_ptr<std::uint32_t[]> chosen_;  // guarded by all_mu_
   // depth_, changed under mu_ and read without it: the notifier's half of the Dekker pairing.
   alignas(64) std::atomic<std::uint32_t> sleepers_{0};
   alignas(64) std::atomic<std::uint32_t> spinners_{0};

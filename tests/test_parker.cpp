@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "parker.hpp"
 #include "stress_scale.hpp"
@@ -134,6 +135,44 @@ TEST(Parker, ParkUntilRacingNotifyIsWokenOrTimedOutExactlyOnce) {
     ASSERT_TRUE(p.try_start_spinning());
     p.stop_spinning();
   }
+}
+
+// notify_all wakes every thread that was asleep when it was called, even while others are
+// arriving: each round, every waiter sleeps until the round number moves, then acknowledges;
+// the notifier waits for all the acknowledgements of a round, then moves the number and
+// calls notify_all while the waiters are still on their way back to sleep. A sleeper left
+// behind never acknowledges, and the test hangs (watchdog).
+TEST(Parker, NotifyAllReachesEarlierSleepersWhileOthersArrive) {
+  const int rounds = stress_iterations(20000);
+  constexpr std::uint32_t waiters = 4;
+  parker p(waiters);
+  std::atomic<int> round{0};
+  std::atomic<int> acks{0};
+  std::vector<std::thread> ts;
+  for (std::uint32_t seat = 0; seat < waiters; ++seat) {
+    ts.emplace_back([&, seat] {
+      for (int r = 1; r <= rounds; ++r) {
+        while (round.load(std::memory_order_acquire) < r) {
+          p.prepare(seat);
+          if (round.load(std::memory_order_seq_cst) >= r) {
+            p.cancel(seat);
+            break;
+          }
+          EXPECT_EQ(p.park(seat), parker::wake::woken);
+        }
+        acks.fetch_add(1);
+      }
+    });
+  }
+  for (int r = 1; r <= rounds; ++r) {
+    round.store(r, std::memory_order_seq_cst);
+    p.notify_all();
+    const int want = r * static_cast<int>(waiters);
+    while (acks.load() < want) std::this_thread::yield();
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(acks.load(), rounds * static_cast<int>(waiters));
+  EXPECT_EQ(p.sleepers(), 0u);
 }
 
 }  // namespace
