@@ -1,6 +1,5 @@
 #include "app/metrics.hpp"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +13,8 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include "shared_mapping.hpp"
 
 namespace spoold {
 namespace {
@@ -145,17 +146,10 @@ struct metrics::impl {
   // share_across_processes(): the one shard every thread of every process counts into, in a
   // MAP_SHARED mapping that forked children inherit. Its atomics are lock-free, so they work
   // across processes. Set once, before any fork or count; never unset until destruction.
-  shard* shared = nullptr;
-
-  ~impl() {
-    if (shared != nullptr) {
-      shared->~shard();
-      ::munmap(shared, sizeof(shard));
-    }
-  }
+  shared_mapping<shard> shared;
 
   shard& mine() {
-    if (shared != nullptr) return *shared;
+    if (shared) return *shared;
     shard* s = this_thread_shards.find(id);
     if (s == nullptr) s = this_thread_shards.add(id, registry);
     return *s;
@@ -164,7 +158,7 @@ struct metrics::impl {
   // Calls f(shard) for every shard, under the registry's lock (shards are only ever added).
   template <class F>
   void for_each(F&& f) const {
-    if (shared != nullptr) f(*shared);
+    if (shared) f(*shared);
     std::lock_guard lock(registry->mu);
     for (const auto& s : registry->all) f(*s);
   }
@@ -192,13 +186,8 @@ void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 
 void metrics::share_across_processes() {
-  if (impl_->shared != nullptr) return;
-  void* p = ::mmap(nullptr, sizeof(shard), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-  if (p == MAP_FAILED) {
-    throw std::system_error(errno, std::generic_category(), "mmap (shared metrics)");
-  }
-  impl_->shared = new (p) shard();
+  if (impl_->shared) return;
+  impl_->shared = make_shared_mapping<shard>("mmap (shared metrics)");
 }
 
 metrics_snapshot metrics::snapshot() const {

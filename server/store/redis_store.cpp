@@ -25,7 +25,6 @@
 // The two times this rests on live in a page of shared memory, so the processes of the forking
 // models (forked after the store is opened) share them as the threads of one process do.
 #include <hiredis/hiredis.h>
-#include <sys/mman.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 #include <system_error>
 #include <vector>
 
+#include "shared_mapping.hpp"
 #include "store/store.hpp"
 #include "store/thread_connections.hpp"
 
@@ -102,27 +102,11 @@ struct shared_times {
 static_assert(std::atomic<steady::rep>::is_always_lock_free,
               "times shared across processes need address-free atomics");
 
-struct shared_times_unmapper {
-  void operator()(shared_times* t) const noexcept {
-    t->~shared_times();
-    ::munmap(t, sizeof(shared_times));
-  }
-};
-using shared_times_handle = std::unique_ptr<shared_times, shared_times_unmapper>;
-
-shared_times_handle make_shared_times() {
-  void* p = ::mmap(nullptr, sizeof(shared_times), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    throw std::system_error(errno, std::generic_category(), "mmap (redis store)");
-  }
-  return shared_times_handle(new (p) shared_times());
-}
-
 class redis_store final : public store {
  public:
   explicit redis_store(redis_options options)
-      : options_(std::move(options)), shared_(make_shared_times()) {
+      : options_(std::move(options)),
+        shared_(make_shared_mapping<shared_times>("mmap (redis store)")) {
     const bool ipv6 = options_.host.find(':') != std::string::npos;
     name_ = "redis://" + (ipv6 ? "[" + options_.host + "]" : options_.host) + ":" +
             std::to_string(options_.port);
@@ -287,7 +271,7 @@ class redis_store final : public store {
 
   redis_options options_;
   std::string name_;
-  shared_times_handle shared_;
+  shared_mapping<shared_times> shared_;
   thread_connections connections_;
 };
 
