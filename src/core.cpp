@@ -232,14 +232,7 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   return {};
 }
 
-bool core::closed_after_barrier() noexcept {
-#ifdef SPOOL_TSAN
-  return closed_.fetch_add(0, std::memory_order_seq_cst) != 0;
-#else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return closed_.load(std::memory_order_seq_cst) != 0;
-#endif
-}
+bool core::closed_after_barrier() noexcept { return load_after_full_barrier(closed_) != 0; }
 
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);
@@ -284,12 +277,7 @@ bool core::quiescent() const noexcept {
 void core::notify_idle_waiters() noexcept {
   // Pairs with wait_quiescent(): each side updates its own counter, then (after a full
   // barrier) reads the other's, so a waiter either sees the update or is seen here.
-#ifdef SPOOL_TSAN
-  if (idle_waiters_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
-#else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (idle_waiters_.load(std::memory_order_seq_cst) == 0) return;
-#endif
+  if (load_after_full_barrier(idle_waiters_) == 0) return;
   std::lock_guard lock(idle_mu_);
   idle_cv_.notify_all();
 }

@@ -100,12 +100,7 @@ void parker::wake_one() noexcept {
 }
 
 void parker::notify_all() noexcept {
-#ifdef SPOOL_TSAN
-  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
-#else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
-#endif
+  if (load_after_full_barrier(sleepers_) == 0) return;
   // Every sleeper listed now is chosen at once, under one hold of the lock: choosing them a
   // few at a time would let a sleeper that arrives meanwhile take the place of one that was
   // already waiting (the list is a stack), and leave that one asleep. The futex calls come

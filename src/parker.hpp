@@ -8,15 +8,8 @@
 #include <memory>
 #include <mutex>
 
+#include "dekker.hpp"
 #include "futex.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define SPOOL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SPOOL_TSAN 1
-#endif
-#endif
 
 namespace spool::detail {
 

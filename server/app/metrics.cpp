@@ -5,13 +5,10 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "shared_mapping.hpp"

@@ -28,7 +28,6 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -36,10 +35,8 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
-#include <new>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "shared_mapping.hpp"
