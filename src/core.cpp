@@ -342,7 +342,17 @@ void core::drop_queued() noexcept {
       }
     }
   };
-  for (const auto& w : workers()) sweep(w->deque);
+  for (const auto& w : workers()) {
+    sweep(w->deque);
+    for (;;) {
+      auto [t, retry] = w->batch.take();
+      if (t != nullptr) {
+        drop(nullptr, t);
+      } else if (!retry) {
+        break;
+      }
+    }
+  }
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) sweep(slots_[i].deque);
 }
 
@@ -388,7 +398,7 @@ stats core::snapshot() const noexcept {
   s.queued = injector_.size();
   for (const auto& w : workers()) {
     if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
-    s.queued += w->deque.size();
+    s.queued += w->deque.size() + w->batch.size();
   }
   // outside_.submitted also counts submissions still waiting for room; report accepted ones.
   s.submitted = accepted_outside_.load(std::memory_order_relaxed);

@@ -21,6 +21,7 @@
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/spool.hpp"
+#include "stolen_batch.hpp"
 #include "ws_deque.hpp"
 
 namespace spool::detail {
@@ -62,6 +63,7 @@ struct worker {
   core& owner;
   const unsigned index;
   ws_deque deque;
+  stolen_batch batch;  // a run of a producer slot's tasks this worker took (stolen_batch.hpp)
   std::atomic<std::uint32_t> depth{0};  // tasks this thread is running (nested when helping)
   std::uint32_t blocking = 0;           // nested blocking_regions, owner only
   counters stats;
@@ -134,9 +136,11 @@ class core {
   }
   void worker_main(worker& w) noexcept;
   task* find_task(worker& w) noexcept;
-  task* find_normal(worker& w) noexcept;  // own deque, injector (normal level), steal
+  task* find_normal(worker& w) noexcept;  // own deque and batch, injector (normal), steal
   task* take_high(worker& w) noexcept;
   task* steal(worker& w) noexcept;
+  // One task of `slot` for w, taking a run of them into w's batch (core::steal, "Order").
+  ws_deque::steal_result take_from_slot(worker& w, producer_slot& slot) noexcept;
   bool has_work() const noexcept;
   // Polls for work (or for `done`) a while before the caller parks. True if worth another look.
   template <class Done>

@@ -152,6 +152,13 @@ task* core::find_task(worker& w) noexcept {
 
 task* core::find_normal(worker& w) noexcept {
   if (task* t = w.deque.pop()) return t;
+  // A run this worker took from a producer slot. Taken from the front like anyone else's, so
+  // a retry only means a thief took that entry: look again.
+  for (;;) {
+    auto [t, retry] = w.batch.take();
+    if (t != nullptr) return t;
+    if (!retry) break;
+  }
   if (task* t = injector_.pop(priority::normal)) return t;
   return steal(w);
 }
@@ -174,10 +181,20 @@ task* core::take_high(worker& w) noexcept {
 }
 
 task* core::steal(worker& w) noexcept {
-  // Victims: the other workers' deques, then the outside threads' slots.
+  // Victims: the other workers' deques, then their stolen batches, then the outside threads'
+  // slots, which are taken from a run at a time (stolen_batch.hpp).
+  //
+  // Order. A producer's tasks must start in submission order, so a slot's tasks are taken
+  // only once every batch holding earlier tasks of that slot is empty. Two rules give that:
+  //  - A batch is filled from a slot only under the slot's `batching` try-lock, and only after
+  //    checking, under the lock, that no worker's batch still holds tasks from that slot. So
+  //    at any moment at most one batch holds a given slot's tasks, and they are older than
+  //    every task still in the slot.
+  //  - Batches are searched before slots, and a busy lock or a batch with that slot's tasks
+  //    counts as a lost race (look again), never as "nothing here".
   const auto ws = workers();
   const std::size_t n = ws.size();
-  for (;;) {
+  for (int round = 0;; ++round) {
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
@@ -197,22 +214,55 @@ task* core::steal(worker& w) noexcept {
         }
         contended |= retry;
       }
+      for (std::size_t k = 0; k < n; ++k) {
+        worker& victim = *ws[(start + k) % n];
+        if (&victim == &w) continue;
+        auto [t, retry] = victim.batch.take();
+        if (t != nullptr) return t;
+        contended |= retry;
+      }
     }
     for (std::size_t i = 0; i < slots; ++i) {
-      auto [t, retry] = slots_[i].deque.steal();
+      auto [t, retry] = take_from_slot(w, slots_[i]);
       if (t != nullptr) return t;
       contended |= retry;
     }
     // A lost race means that deque was not empty; giving up now could leave its tasks to an
-    // owner that is blocked, so look again until every deque is seen empty.
+    // owner that is blocked, so look again until every deque is seen empty. A lost race can
+    // also be a thread preempted while it holds a slot's `batching` lock: after the first
+    // rounds, give it the processor.
     if (!contended) return nullptr;
+    if (round >= 2) sched_yield();
   }
+}
+
+ws_deque::steal_result core::take_from_slot(worker& w, producer_slot& slot) noexcept {
+  if (slot.deque.empty()) return {nullptr, false};
+  if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, true};
+  // Under the lock no batch can be filled from this slot, so one that still holds its tasks
+  // keeps holding them until taken: those go first (the caller's search comes back to them).
+  for (const auto& other : workers()) {
+    if (!other->batch.empty() && other->batch.source() == &slot) {
+      slot.batching.store(false, std::memory_order_release);
+      return {nullptr, true};
+    }
+  }
+  // w's own batch is empty: find_normal took from it first, and only w fills it.
+  task* run[stolen_batch::k_capacity];
+  auto [count, retry] = slot.deque.steal_batch(run, stolen_batch::k_capacity);
+  if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
+  slot.batching.store(false, std::memory_order_release);
+  // The run was out of sight between the CAS on the slot and the fill: a worker that looked
+  // then saw neither and may have gone to sleep. Making the batch visible is a submission
+  // like any other for the parking protocol (src/README.md, "Parking and waking").
+  if (count > 1) parker_.notify_one();
+  return {count > 0 ? run[0] : nullptr, retry};
 }
 
 bool core::has_work() const noexcept {
   if (!injector_.empty()) return true;
   for (const auto& w : workers()) {
-    if (!w->deque.empty()) return true;
+    if (!w->deque.empty() || !w->batch.empty()) return true;
   }
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
     if (!slots_[i].deque.empty()) return true;

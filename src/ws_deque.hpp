@@ -94,6 +94,29 @@ class ws_deque {
     return {t, false};
   }
 
+  struct steal_batch_result {
+    std::uint32_t count;  // tasks written to `out`, oldest first; 0 if none were taken
+    bool retry;           // as for steal()
+  };
+
+  // Any thread, but only on a deque whose owner never pops (a producer slot): up to `max` of
+  // the oldest tasks with one CAS. With a popping owner this would be wrong: the owner takes
+  // its last element without a CAS whenever top is below it, so it could take one that a
+  // batch, claimed by a thief that read the older bottom, also covers.
+  steal_batch_result steal_batch(task** out, std::uint32_t max) noexcept {
+    std::int64_t tp = top_.load(std::memory_order_seq_cst);
+    const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+    if (tp >= b) return {0, false};
+    const auto n = static_cast<std::uint32_t>(b - tp < max ? b - tp : max);
+    ring* r = ring_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i) out[i] = r->get(tp + i);
+    if (!top_.compare_exchange_strong(tp, tp + n, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
+      return {0, true};
+    }
+    return {n, false};
+  }
+
   // Any thread; a snapshot that may be stale by the time it is used.
   std::size_t size() const noexcept {
     std::int64_t b = bottom_.load(std::memory_order_seq_cst);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "stress_scale.hpp"
 #include "support.hpp"
 
 namespace {
@@ -107,4 +108,51 @@ TEST(WorkerQueue, TwoThreadsBothBlocked) {
   p.wait_idle();
   EXPECT_EQ(started, 1000);
   EXPECT_EQ(sum, 500500);
+}
+
+// Four consumers, three stuck in their first items: the fourth receives every other item, in
+// the order they were added. A worker takes a producer's tasks a run at a time (up to 32,
+// src/stolen_batch.hpp); a run held by a worker that then blocks must still go to the free
+// worker first, oldest first, before anything newer. Repeated, so that the blocked workers
+// are caught holding runs of different lengths.
+TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {
+  const int rounds = stress_iterations(20);
+  for (int round = 0; round < rounds; ++round) {
+    constexpr int items = 3000;
+    std::latch block{1}, all_received{items - 3};
+    std::atomic<int> started{0};
+    std::mutex mu;
+    std::vector<int> received;
+    std::vector<int> blocked_items;
+    spool::pool p{pool_config(4)};
+    for (int i = 0; i < items; ++i) {
+      p.post([&, i] {
+        if (started.fetch_add(1) < 3) {
+          {
+            std::lock_guard lock(mu);
+            blocked_items.push_back(i);
+          }
+          block.wait();
+          return;
+        }
+        {
+          std::lock_guard lock(mu);
+          received.push_back(i);
+        }
+        all_received.count_down();
+      });
+    }
+    all_received.wait();  // three workers are still blocked here
+    {
+      std::lock_guard lock(mu);
+      ASSERT_EQ(received.size(), static_cast<std::size_t>(items - 3));
+      EXPECT_TRUE(std::is_sorted(received.begin(), received.end())) << "round " << round;
+      ASSERT_EQ(blocked_items.size(), 3u);
+      for (int b : blocked_items) {
+        EXPECT_EQ(std::find(received.begin(), received.end(), b), received.end());
+      }
+    }
+    block.count_down();
+    p.wait_idle();
+  }
 }
