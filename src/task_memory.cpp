@@ -42,6 +42,7 @@
 #include <mutex>
 #include <new>
 
+#include "cpu_relax.hpp"
 #include "spool/detail/task.hpp"
 
 namespace spool::detail {
@@ -209,14 +210,14 @@ class thread_cache {
         // The whole magazine was most likely freed on another core: start moving the first
         // blocks' lines here (the steady-state prefetch below covers the rest).
         for (std::uint32_t i = 1; i < k_prefetch_ahead && i < full->count; ++i) {
-          __builtin_prefetch(full->blocks[full->count - 1 - i], 1);
+          prefetch_for_write(full->blocks[full->count - 1 - i]);
         }
       }
     }
     magazine& m = *s.loaded;
     void* b = m.blocks[--m.count];
     // The caller writes this block now; the one k_prefetch_ahead pops later is started here.
-    if (m.count >= k_prefetch_ahead) __builtin_prefetch(m.blocks[m.count - k_prefetch_ahead], 1);
+    if (m.count >= k_prefetch_ahead) prefetch_for_write(m.blocks[m.count - k_prefetch_ahead]);
     return b;
   }
 
