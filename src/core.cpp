@@ -38,6 +38,8 @@ const config& validated(const config& cfg) {
 
 // Lock-free lanes for this many distinct outside threads; later ones share the injector.
 constexpr std::size_t k_producer_slots = 32;
+// submit_bulk wakes a worker after the first task and then after every this many.
+constexpr std::size_t k_bulk_notify = 64;
 
 // Half the cores may poll for work at once (at least one): enough to catch the next task
 // without a futex wake, few enough that spinners never crowd out the threads doing work.
@@ -187,7 +189,11 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
       r.error = errc::no_memory;
       break;
     }
-    ++r.accepted;
+    // Wake a worker with the first task and every k_bulk_notify after it, not only at the
+    // end: the workers then run the batch while it is still being made (and while its tasks
+    // are still in this core's cache), and one that emptied the deque and slept meanwhile is
+    // woken again. A notify that finds a spinner or no sleeper costs a fence and two loads.
+    if (++r.accepted % k_bulk_notify == 1) parker_.notify_one();
   }
   if (const std::uint64_t refused = n - r.accepted; refused != 0) {
     rejected_.fetch_add(refused, std::memory_order_relaxed);
