@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "child_measurement.hpp"
 #include "peers/peer_names.hpp"
 
 namespace bench {
@@ -170,6 +171,11 @@ void print_common_help(std::FILE* out) {
       "  --spin-rounds N  spool's config::spin_rounds (default: the library's, 64): how long\n"
       "                   idle workers and waiting threads poll before they sleep; 0 sleeps at\n"
       "                   once (the low-CPU setting)\n"
+      "  --same-process   run every measurement in spool-bench's own process (for gdb and\n"
+      "                   perf, and to compare). By default each runs in a child process of\n"
+      "                   its own, so that the worker threads oneTBB and OpenMP keep for the\n"
+      "                   life of a process cannot slow down the contenders measured after\n"
+      "                   them\n"
       "  --out FILE       also write the results to FILE, as CSV or JSON by its extension\n"
       "  --plot FILE.png  bar chart of the medians through gnuplot; or a directory (ending in\n"
       "                   / or existing): DIR/EXPERIMENT.png; for `all`, a directory or a\n"
@@ -233,6 +239,8 @@ options parse_options(int argc, char** argv, const experiment* exp) {
       };
       if (!ends_with(".csv") && !ends_with(".json"))
         usage_error(o, "--out wants a .csv or .json file");
+    } else if (flag == "--same-process") {
+      o.same_process = true;
     } else if (flag == "--plot") {
       o.plot_target = take_value();
     } else if (flag == "--spin-rounds") {
@@ -304,7 +312,25 @@ class watchdog {
 
 watchdog* the_watchdog = nullptr;  // set once by start_watchdog(); never destroyed
 
+bool in_children = true;  // measure_in_children()
+
+// The measurement from a child process, or the end of the program with a message.
+sample measured_in_child(const std::string& what, const std::function<sample()>& run) {
+  child_outcome out = run_in_child([&] {
+    // The watchdog's thread was not copied into the child, and its mutex may have been copied
+    // locked; the parent's watchdog covers the child, which dies with the parent.
+    the_watchdog = nullptr;
+    return run();
+  });
+  if (out.result) return std::move(*out.result);
+  std::fprintf(stderr, "spool-bench: %s: the measurement's child process %s%s\n", what.c_str(),
+               out.failure.c_str(), out.exit_code == 3 ? " (a result check failed)" : "");
+  std::exit(out.exit_code == 3 ? 3 : 5);
+}
+
 }  // namespace
+
+void measure_in_children(bool on) { in_children = on; }
 
 void start_watchdog(std::chrono::seconds limit) {
   if (the_watchdog == nullptr) the_watchdog = new watchdog(limit);
@@ -331,11 +357,13 @@ std::vector<row> measure_point(std::string_view experiment, std::string_view lab
     progress("%.*s %.*s threads=%u: repeat %d/%d", static_cast<int>(experiment.size()),
              experiment.data(), static_cast<int>(label.size()), label.data(), threads, rep, repeat);
     for (std::size_t i = 0; i < contenders.size(); ++i) {
-      if (!contenders[i].not_available.empty()) continue;
-      if (the_watchdog)
-        the_watchdog->arm(std::string(experiment) + " '" + contenders[i].variant + "' on " +
-                          contenders[i].peer + " with " + std::to_string(threads) + " threads");
-      rows[i].samples.push_back(contenders[i].run());
+      const contender& c = contenders[i];
+      if (!c.not_available.empty()) continue;
+      const std::string what = std::string(experiment) + " '" + c.variant + "' on " + c.peer +
+                               " with " + std::to_string(threads) + " threads";
+      if (the_watchdog) the_watchdog->arm(what);
+      rows[i].samples.push_back(in_children && !c.in_process ? measured_in_child(what, c.run)
+                                                             : c.run());
       if (the_watchdog) the_watchdog->disarm();
     }
   }

@@ -29,6 +29,7 @@ struct options {
   std::string plot_target;
   // spool's config::spin_rounds for every spool pool of the run; unset: the library's default.
   std::optional<unsigned> spin_rounds;
+  bool same_process = false;  // --same-process: see measure_in_children()
 
   // Experiment parameters; unset means the experiment's default for the size mode.
   std::vector<std::uint64_t> n;
@@ -82,17 +83,29 @@ struct contender {
   std::string peer;
   std::string not_available;    // non-empty: not run, shown as n/a with this reason
   std::function<sample()> run;  // one measurement
+  // Measured in spool-bench's own process even by default: for a run that must change state
+  // the caller keeps (see server_contenders), and that starts no peer's runtime here.
+  bool in_process = false;
 };
 contender not_available(std::string variant, std::string_view peer, std::string_view why);
 
 // Runs every contender `repeat` times, interleaved (each repeat runs all of them in turn), so
 // that drift in a shared machine's load hits all alike. `label` names the point in progress lines.
+// Each measurement runs in a child process of its own (child_measurement.hpp) unless
+// measure_in_children(false) was called or the contender is in_process. A child that fails
+// ends the program with a message naming the measurement: exit code 3 if a result check failed
+// (the child's check()), 5 otherwise (it crashed, was killed, or sent no whole sample).
 std::vector<row> measure_point(std::string_view experiment, std::string_view label,
                                unsigned threads, const metric& m, std::vector<contender> contenders,
                                int repeat);
 
+// --same-process: measure_point runs every measurement in this process (for gdb and perf, and
+// to compare with the figures taken in child processes).
+void measure_in_children(bool on);
+
 // From then on, a single measurement that runs longer than `limit` ends the program with a
-// message naming it, instead of hanging (a deadlock or lost wake-up in a pool).
+// message naming it, instead of hanging (a deadlock or lost wake-up in a pool). A measurement
+// in a child process is timed by this process's watchdog, and dies with the program.
 void start_watchdog(std::chrono::seconds limit);
 // Runs `body` under the watchdog, as measure_point runs each measurement; `what` names it.
 void watched(const std::string& what, const std::function<void()>& body);
@@ -109,7 +122,7 @@ inline double seconds_since(steady::time_point t0) {
 }
 
 // Lets threads left spinning by the previous run (TBB's and OpenMP's idle workers spin before
-// they sleep) go quiet before the next measurement starts.
+// they sleep; with --same-process they outlive the run) go quiet before the next measurement.
 void settle(std::chrono::milliseconds quiet = std::chrono::milliseconds(10));
 
 // "200k", "10M": for variant labels.

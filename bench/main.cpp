@@ -1,6 +1,6 @@
 // spool-bench: the source documents' pool experiments, run on spool and on the established
-// pools in the same process. `spool-bench --help` lists the experiments; bench/README.md says
-// how each is measured.
+// pools in the same run, each measurement in a child process of its own. `spool-bench --help`
+// lists the experiments; bench/README.md says how each is measured.
 #include <omp.h>
 #include <oneapi/tbb/version.h>
 #include <boost/version.hpp>
@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   const bool many = name == "all";
   const options o = parse_options(argc, argv, many ? nullptr : chosen.front());
   if (o.spin_rounds) spool_peer::spin_rounds = *o.spin_rounds;
+  measure_in_children(!o.same_process);
   const run_info info = describe(o);
   print_header(info, o);
 

@@ -362,6 +362,9 @@ void trace(const options& o, const mix& m, const bounds& b, const schedule& plan
       b.min, b.max, std::chrono::duration<double, std::milli>(b.keep_alive).count(),
       plan.idle_before_s, plan.rate, plan.ramp_s, plan.plateau_s, plan.idle_after_s);
   std::vector<trace_sample> samples;
+  // In spool-bench's own process (a trace, not a sample), yet harmless to the measurements in
+  // child processes: it is spool's pool alone, no peer's runtime, and the pool joins its
+  // threads when destroyed, so no later fork copies a runtime without its threads.
   watched("elastic trace", [&] { samples = record_trace(m, b, plan); });
   print_trace_summary(samples, b);
   const std::string csv = trace_csv_path(o);

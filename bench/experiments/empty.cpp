@@ -60,20 +60,21 @@ void run(const options& o, results& out) {
       const std::string kept = "futures n=" + count_label(n);
       std::vector<contender> cs;
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
-        return contender{ff, std::string(P::name), {}, fresh_run<P>(threads, [n](P& p) {
+        return contender{ff, std::string(P::name), {}, rehearsed_run<P>(threads, [n](P& p) {
                            return fire_and_forget(p, n);
                          })};
       });
       if (o.wants_peer(spool_peer::name)) {
-        cs.push_back(contender{ff, "spool post_n", {}, fresh_run<spool_peer>(threads, [n](spool_peer& p) {
-                                 return fire_and_forget_bulk(p, n);
-                               })});
+        cs.push_back(contender{
+            ff, "spool post_n", {}, rehearsed_run<spool_peer>(threads, [n](spool_peer& p) {
+              return fire_and_forget_bulk(p, n);
+            })});
       }
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
         if constexpr (!P::no_future.empty()) {
           return not_available(kept, P::name, P::no_future);
         } else {
-          return contender{kept, std::string(P::name), {}, fresh_run<P>(threads, [n](P& p) {
+          return contender{kept, std::string(P::name), {}, rehearsed_run<P>(threads, [n](P& p) {
                              return futures_kept(p, n);
                            })};
         }
@@ -92,7 +93,9 @@ const experiment& empty_experiment() {
       "Two variants: fire-and-forget (spool: pool.post, then wait_idle; and a row 'spool post_n'\n"
       "for the bulk-submit API) and futures kept (spool: pool.submit for every task, then get()\n"
       "on each). Metric: tasks/s from the first submission\n"
-      "to the end of the wait, on a pool created and warmed up beforehand.\n"
+      "to the end of the wait, on a pool created and warmed up beforehand. Each measurement\n"
+      "follows an untimed rehearsal of the same batch on a pool of its own, so that none pays\n"
+      "the one-time costs of a process's first batch (heap growth, allocator free lists).\n"
       "\n"
       "options:\n"
       "  --n LIST   task counts (default 1000000,5000000; --quick 200000; --tiny 2000)",

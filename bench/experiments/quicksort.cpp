@@ -17,9 +17,13 @@ namespace bench {
 
 namespace {
 
-// Fills, times `sort`, checks. The fill and the check stay outside the timed part.
+// Sizes and fills, times `sort`, checks; all but the sort stay outside the timed part. The
+// array is allocated by the first run that needs it, in the process that measures: a run in a
+// child process (the default) then touches pages of its own, never copy-on-write pages of
+// spool-bench's, and the sort finds every page written by the fill, as with --same-process.
 template <class Sort>
-sample timed_sort(std::vector<int>& data, std::string_view who, Sort&& sort) {
+sample timed_sort(std::vector<int>& data, std::uint64_t n, std::string_view who, Sort&& sort) {
+  data.resize(n);
   quicksort::fill_descending(data);
   const auto t0 = steady::now();
   sort();
@@ -51,7 +55,7 @@ void run(const options& o, results& out) {
   // Default: about a thousand leaves whatever N, enough slack for 16 threads.
   const std::size_t cutoff = o.cutoff ? *o.cutoff : std::max<std::size_t>(n / 1000, 1000);
   check(cutoff >= 16, "quicksort: --cutoff must be at least 16");
-  std::vector<int> data(n);  // one array, reused by every run (they run one at a time)
+  std::vector<int> data;  // one array, reused by every run in this process (one at a time)
   const std::string size = "n=" + count_label(n);
   const std::string serial = "serial quicksort", std_sort = "std::sort";
   const metric m{"time", "s", false};
@@ -59,11 +63,12 @@ void run(const options& o, results& out) {
   for (unsigned threads : o.threads) {
     std::vector<contender> cs;
     cs.push_back({"1 thread " + size, serial, {}, [&] {
-                    return timed_sort(data, serial,
+                    return timed_sort(data, n, serial,
                                       [&] { quicksort::sort_serial(data.data(), n); });
                   }});
     cs.push_back({"1 thread " + size, std_sort, {}, [&] {
-                    return timed_sort(data, std_sort, [&] { std::sort(data.begin(), data.end()); });
+                    return timed_sort(data, n, std_sort,
+                                      [&] { std::sort(data.begin(), data.end()); });
                   }});
     // spool's parallel_sort (parallel splits at the top, then tasks down to leaves of its own
     // choosing; --cutoff does not apply), called from outside the pool: its first task is the
@@ -73,7 +78,7 @@ void run(const options& o, results& out) {
                     std::string(spool_peer::name),
                     {},
                     fresh_run<spool_peer>(threads, [&](spool_peer& s) {
-                      return timed_sort(data, "spool parallel_sort", [&] {
+                      return timed_sort(data, n, "spool parallel_sort", [&] {
                         spool::parallel_sort(s.native(), data.begin(), data.end());
                       });
                     })});
@@ -86,7 +91,7 @@ void run(const options& o, results& out) {
       } else {
         return contender{
             fj, std::string(P::name), {}, fresh_run<P>(threads, [&](P& p) {
-              return timed_sort(data, P::name, [&] {
+              return timed_sort(data, n, P::name, [&] {
                 p.run_and_wait(
                     [&] { p.post([&] { quicksort::sort_fork_join(p, data.data(), n, cutoff); }); });
               });
@@ -97,7 +102,7 @@ void run(const options& o, results& out) {
     append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
       return contender{
           posted, std::string(P::name), {}, fresh_run<P>(threads, [&](P& p) {
-            return timed_sort(data, P::name, [&] {
+            return timed_sort(data, n, P::name, [&] {
               p.run_and_wait(
                   [&] { p.post([&] { quicksort::sort_post_halves(p, data.data(), n, cutoff); }); });
             });

@@ -95,4 +95,19 @@ auto fresh_run(unsigned threads, Body body,
   };
 }
 
+// fresh_run after an untimed rehearsal: the same body once on a fresh pool of its own, its
+// sample dropped (its checks still apply). The first batch of a million tasks in a process
+// pays one-time costs: the heap grows page by page and the allocators' free lists fill
+// (oneTBB's task_group ran it at about 3 M tasks/s, the next at 11-15 M/s, 16 threads on 2
+// cores).
+// In one process only each peer's first repeat paid them; with a process per measurement
+// (child_measurement.hpp) every measurement would. After a rehearsal none does, in either mode.
+template <class P, class Body>
+auto rehearsed_run(unsigned threads, Body body) {
+  return [=] {
+    fresh_run<P>(threads, body)();
+    return fresh_run<P>(threads, body)();
+  };
+}
+
 }  // namespace bench

@@ -320,7 +320,7 @@ std::vector<contender> server_contenders(const char* who, const std::string& var
                                          failure_log& log,
                                          std::function<sample(const server_kind&)> measure) {
   std::vector<contender> cs;
-  for (const server_kind& k : servers)
+  for (const server_kind& k : servers) {
     cs.push_back({variant, k.name, {}, [who, variant, &k, threads, &log, measure] {
                     try {
                       return measure(k);
@@ -331,6 +331,11 @@ std::vector<contender> server_contenders(const char* who, const std::string& var
                       return failure_log::failed_sample();
                     }
                   }});
+    // A measurement records its failures and remarks in `log`, which a child process's copy
+    // would lose; and a child would isolate nothing: the servers and the load generator are
+    // processes of their own, and no peer's runtime runs in spool-bench here.
+    cs.back().in_process = true;
+  }
   return cs;
 }
 
