@@ -338,9 +338,10 @@ void core::drop_queued() noexcept {
   // queues. A running task may still push after it (it read discarding_ just before it was
   // set); execute() cancels such a task when a worker takes it.
   while (task* t = injector_.pop()) drop(nullptr, t);
-  auto sweep = [this](ws_deque& d) {
+  // `take` is a deque's steal or a batch's take: both say "retry" when they lost a race.
+  auto sweep = [this](auto take) {
     for (;;) {
-      auto [t, retry] = d.steal();
+      auto [t, retry] = take();
       if (t != nullptr) {
         drop(nullptr, t);
       } else if (!retry) {
@@ -349,17 +350,12 @@ void core::drop_queued() noexcept {
     }
   };
   for (const auto& w : workers()) {
-    sweep(w->deque);
-    for (;;) {
-      auto [t, retry] = w->batch.take();
-      if (t != nullptr) {
-        drop(nullptr, t);
-      } else if (!retry) {
-        break;
-      }
-    }
+    sweep([&] { return w->deque.steal(); });
+    sweep([&] { return w->batch.take(); });
   }
-  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) sweep(slots_[i].deque);
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    sweep([&] { return slots_[i].deque.steal(); });
+  }
 }
 
 void core::drop(worker* w, task* t) noexcept {

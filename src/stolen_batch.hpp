@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "spool/detail/task.hpp"
+#include "ws_deque.hpp"
 
 namespace spool::detail {
 
@@ -31,10 +32,9 @@ class stolen_batch {
  public:
   static constexpr std::uint32_t k_capacity = 32;
 
-  struct take_result {
-    task* item;  // nullptr if nothing was taken
-    bool retry;  // the batch was not empty but another thread won the race: try again
-  };
+  // As a steal from a deque: the item, or nullptr with `retry` set if the batch was not empty
+  // but another thread won the race.
+  using take_result = ws_deque::steal_result;
 
   // Holder only, and only when empty (the holder saw it empty; takers only shrink it).
   void fill(const void* source, task* const* items, std::uint32_t n) noexcept {
