@@ -46,6 +46,27 @@ inline void hold_workers(spool::pool& p, std::latch& started, std::latch& releas
   started.wait();
 }
 
+// A latch of one that tasks wait at, opened by open() or, at the latest, by its destructor.
+// Declared after the pool whose tasks wait at it, it is destroyed first: a test that returns
+// early (a failed ASSERT) lets the blocked tasks finish, and the pool's destructor does not
+// wait for them forever.
+class gate {
+ public:
+  gate() = default;
+  gate(const gate&) = delete;
+  gate& operator=(const gate&) = delete;
+  ~gate() { open(); }
+
+  void wait() const { latch_.wait(); }
+  void open() {
+    if (!opened_.exchange(true)) latch_.count_down();
+  }
+
+ private:
+  mutable std::latch latch_{1};
+  std::atomic<bool> opened_{false};
+};
+
 // Counts its own destruction, once however often it is moved: a callable holding one proves
 // that the pool released that callable exactly once, whether it ran, was skipped, dropped or
 // refused.

@@ -48,18 +48,20 @@ TEST(WorkerQueue, FourThreads) { EXPECT_EQ(sum_through(4), 500500); }
 // Two consumers, one stuck in its first item: the other still receives every remaining item,
 // in the order they were added. (Whichever worker starts first is the one that blocks.)
 TEST(WorkerQueue, TwoThreadsOneBlocked) {
-  std::latch block{1}, all_received{1000};
+  std::latch blocked{1}, all_received{1000};
   std::atomic<bool> first{true};
   std::atomic<int> blocked_item{-1}, blocked_worker{-1};
   std::mutex mu;
   std::vector<int> received;
   std::vector<int> receivers;
   spool::pool p{pool_config(2)};
+  gate block;  // after the pool: an early return opens it before the pool drains
   for (int i = 0; i <= 1000; ++i) {
     p.post([&, i] {
       if (first.exchange(false)) {
         blocked_item = i;
         blocked_worker = spool::this_worker_index();
+        blocked.count_down();
         block.wait();
         return;
       }
@@ -72,6 +74,7 @@ TEST(WorkerQueue, TwoThreadsOneBlocked) {
     });
   }
   all_received.wait();  // the blocked worker is still blocked here
+  blocked.wait();       // and has recorded which item and worker it is
   {
     std::lock_guard lock(mu);
     ASSERT_EQ(received.size(), 1000u);
@@ -80,7 +83,7 @@ TEST(WorkerQueue, TwoThreadsOneBlocked) {
     EXPECT_EQ(std::find(received.begin(), received.end(), blocked_item.load()), received.end());
     EXPECT_EQ(std::count(receivers.begin(), receivers.end(), blocked_worker.load()), 0);
   }
-  block.count_down();
+  block.open();
   p.wait_idle();
 }
 
@@ -119,12 +122,13 @@ TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {
   const int rounds = stress_iterations(20);
   for (int round = 0; round < rounds; ++round) {
     constexpr int items = 3000;
-    std::latch block{1}, all_received{items - 3};
+    std::latch three_blocked{3}, all_received{items - 3};
     std::atomic<int> started{0};
     std::mutex mu;
     std::vector<int> received;
     std::vector<int> blocked_items;
     spool::pool p{pool_config(4)};
+    gate block;  // after the pool: an early return opens it before the pool drains
     for (int i = 0; i < items; ++i) {
       p.post([&, i] {
         if (started.fetch_add(1) < 3) {
@@ -132,6 +136,7 @@ TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {
             std::lock_guard lock(mu);
             blocked_items.push_back(i);
           }
+          three_blocked.count_down();
           block.wait();
           return;
         }
@@ -142,7 +147,10 @@ TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {
         all_received.count_down();
       });
     }
-    all_received.wait();  // three workers are still blocked here
+    // The free worker can receive its last item before the third blocker has recorded its
+    // own, so both latches are waited for.
+    all_received.wait();
+    three_blocked.wait();
     {
       std::lock_guard lock(mu);
       ASSERT_EQ(received.size(), static_cast<std::size_t>(items - 3));
@@ -152,7 +160,7 @@ TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {
         EXPECT_EQ(std::find(received.begin(), received.end(), b), received.end());
       }
     }
-    block.count_down();
+    block.open();
     p.wait_idle();
   }
 }
