@@ -34,9 +34,11 @@ std::error_code error_code_of(F&& f) {
   return {};
 }
 
-// Occupies every worker of `p` with a task that waits at `release`; returns once all of them
-// are running, so nothing is queued. `started` must count p.thread_count().
-inline void hold_workers(spool::pool& p, std::latch& started, std::latch& release) {
+// Occupies every worker of `p` with a task that waits at `release` (a std::latch, or a gate
+// declared after the pool so that an early return lets the workers go); returns once all of
+// them are running, so nothing is queued. `started` must count p.thread_count().
+template <class Release>
+void hold_workers(spool::pool& p, std::latch& started, const Release& release) {
   for (std::size_t i = 0; i < p.thread_count(); ++i) {
     p.post([&] {
       started.count_down();

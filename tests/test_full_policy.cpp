@@ -52,11 +52,12 @@ class flag {
 // reject: a full queue refuses with errc::full through every entry point, nothing queued is lost,
 // the refused callables never run and are released, and stats.rejected counts each refusal.
 TEST(FullPolicyReject, RefusesAndLosesNothing) {
-  std::latch started{2}, release{1};
+  std::latch started{2};
   std::atomic<int> queued_ran{0};
   std::atomic<bool> refused_ran{false};
   auto token = std::make_shared<int>(0);
   spool::pool p{pool_config(2, 2, spool::full_policy::reject)};
+  gate release;  // after the pool: if a post() below throws, it opens before the pool drains
   hold_workers(p, started, release);
 
   p.post([&] { ++queued_ran; });
@@ -72,7 +73,7 @@ TEST(FullPolicyReject, RefusesAndLosesNothing) {
   EXPECT_EQ(s.queued, 2u);
   EXPECT_EQ(s.submitted, 4u);  // two holders, two queued
 
-  release.count_down();
+  release.open();
   p.wait_idle();
   EXPECT_EQ(queued_ran, 2);
   EXPECT_FALSE(refused_ran);
@@ -175,11 +176,12 @@ TEST(FullPolicyBlock, BlockedProducerWakesWithShutDownOnShutdown) {
 // block_for: the queue stays full for the whole timeout, so the submission fails with
 // errc::timed_out (counted as rejected) and the callable never runs.
 TEST(FullPolicyBlockFor, TimesOutWhileFull) {
-  std::latch started{1}, release{1};
+  std::latch started{1};
   std::atomic<bool> queued_ran{false}, refused_ran{false};
   spool::config cfg = pool_config(1, 1, spool::full_policy::block_for);
   cfg.block_timeout = 20ms;
   spool::pool p{cfg};
+  gate release;  // after the pool: if the post() below throws, it opens before the pool drains
   hold_workers(p, started, release);
   p.post([&] { queued_ran = true; });
 
@@ -188,7 +190,7 @@ TEST(FullPolicyBlockFor, TimesOutWhileFull) {
             spool::errc::timed_out);
   EXPECT_EQ(p.statistics().rejected, 2u);
 
-  release.count_down();
+  release.open();
   p.wait_idle();
   EXPECT_TRUE(queued_ran);
   EXPECT_FALSE(refused_ran);
@@ -378,12 +380,13 @@ TEST(WorkerSubmissions, IgnoreTheBound) {
                                     spool::full_policy::discard_oldest}) {
     SCOPED_TRACE(static_cast<int>(policy));
     constexpr int children = 1000;
-    std::latch started{1}, queue_full{1};
+    std::latch started{1};
     std::atomic<int> refusals{0}, inline_runs{0}, ran{0};
     std::atomic<bool> filler_ran{false};
     spool::config cfg = pool_config(1, 1, policy);
     cfg.block_timeout = 10min;
     spool::pool p{cfg};
+    gate queue_full;  // after the pool: if the filler's post() throws, it opens before the drain
     p.post([&] {
       started.count_down();
       queue_full.wait();
@@ -395,7 +398,7 @@ TEST(WorkerSubmissions, IgnoreTheBound) {
     });
     started.wait();
     p.post([&] { filler_ran = true; });  // fills the bounded queue
-    queue_full.count_down();
+    queue_full.open();
     p.wait_idle();
     EXPECT_EQ(refusals, 0);
     EXPECT_EQ(inline_runs, 0);

@@ -179,13 +179,14 @@ TEST(ParallelFor, FromOutsideRunsOnWorkers) {
 // From outside, a refused first task is reported like submit(): nothing runs.
 TEST(ParallelFor, RefusedFromOutsideThrowsLikeSubmit) {
   spool::pool p{pool_config(1, 1, spool::full_policy::reject)};
-  std::latch started(1), release(1);
+  std::latch started(1);
+  gate release;  // after the pool: if the post() below throws, it opens before the pool drains
   hold_workers(p, started, release);
   p.post([] {});  // the queue (capacity 1) is now full
   std::atomic<int> calls{0};
   EXPECT_EQ(error_code_of([&] { spool::parallel_for(p, 0, 10, [&](int) { ++calls; }); }),
             spool::errc::full);
-  release.count_down();
+  release.open();
   p.wait_idle();
   EXPECT_EQ(calls.load(), 0);
 

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
 
 spool::config pool_config(unsigned threads, std::size_t capacity = 0,
@@ -23,8 +25,10 @@ spool::config pool_config(unsigned threads, std::size_t capacity = 0,
   return cfg;
 }
 
-// Posts a task that holds one worker at `release`; returns once it is running.
-void hold_one_worker(spool::pool& p, std::latch& release) {
+// Posts a task that holds one worker at `release` (a std::latch or a spool_test::gate); returns
+// once it is running.
+template <class Release>
+void hold_one_worker(spool::pool& p, Release& release) {
   std::latch started{1};
   p.post([&started, &release] {
     started.count_down();
@@ -115,8 +119,8 @@ TEST(Stats, CompletedAndFailed) {
 
 // rejected counts every refused submission (full, timed out, shut down); none is "submitted".
 TEST(Stats, RejectedCountsEveryRefusal) {
-  std::latch release{1};
   spool::pool p{pool_config(1, 1, spool::full_policy::reject)};
+  spool_test::gate release;  // after the pool: if a post() below throws, it opens first
   hold_one_worker(p, release);
   p.post([] {});
   EXPECT_TRUE(p.try_post([] {}));
@@ -126,18 +130,18 @@ TEST(Stats, RejectedCountsEveryRefusal) {
   spool::stats s = p.statistics();
   EXPECT_EQ(s.rejected, 3u);
   EXPECT_EQ(s.submitted, 2u);
-  release.count_down();
+  release.open();
   p.shutdown();
 
   spool::config cfg = pool_config(1, 1, spool::full_policy::block_for);
   cfg.block_timeout = std::chrono::milliseconds(20);
-  std::latch release2{1};
   spool::pool q{cfg};
+  spool_test::gate release2;  // after q, as above
   hold_one_worker(q, release2);
   q.post([] {});
   EXPECT_EQ(q.try_post([] {}), spool::errc::timed_out);
   EXPECT_EQ(q.statistics().rejected, 1u);
-  release2.count_down();
+  release2.open();
 }
 
 // cancelled counts exactly the tasks discard_oldest dropped.
