@@ -284,6 +284,12 @@ void core::notify_idle_waiters() noexcept {
   // Pairs with wait_quiescent(): each side updates its own counter, then (after a full
   // barrier) reads the other's, so a waiter either sees the update or is seen here.
   if (load_after_full_barrier(idle_waiters_) == 0) return;
+  // Wake the waiter only for a pool it will find quiescent. Every change that can make the
+  // pool quiescent is followed, in its thread, by that barrier and this check; of the
+  // threads making the last such changes, the one whose barrier comes last sees all of them
+  // and wakes the waiter (src/README.md, "Waiting for idle"). Without the check, the tail of
+  // a burst woke the waiter once per worker going idle, only for it to sleep again.
+  if (!quiescent()) return;
   std::lock_guard lock(idle_mu_);
   idle_cv_.notify_all();
 }

@@ -238,13 +238,20 @@ task* core::steal(worker& w) noexcept {
 
 ws_deque::steal_result core::take_from_slot(worker& w, producer_slot& slot) noexcept {
   if (slot.deque.empty()) return {nullptr, false};
-  if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, true};
+  // Someone else is serving this slot, so this is not a lost race: the holder of the lock
+  // fills its batch and then wakes a sleeper (below), and a batch that holds the slot's
+  // earlier tasks is in every searcher's view. A searcher that stops here goes through the
+  // parker's prepare() and a last look before it sleeps, which finds either the batch or the
+  // slot again, or is seen by the filler's notify_one (src/README.md, "Steal races").
+  // Counting these as lost races made every idle worker of an oversubscribed pool circle here
+  // and yield, taking the cores from the producer and from the holder itself.
+  if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, false};
   // Under the lock no batch can be filled from this slot, so one that still holds its tasks
-  // keeps holding them until taken: those go first (the caller's search comes back to them).
+  // keeps holding them until taken: those go first.
   for (const auto& other : workers()) {
     if (!other->batch.empty() && other->batch.source() == &slot) {
       slot.batching.store(false, std::memory_order_release);
-      return {nullptr, true};
+      return {nullptr, false};
     }
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.

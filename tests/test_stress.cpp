@@ -281,14 +281,17 @@ TEST(Stress, SingleTaskWakesAParkedPool) {
 }
 
 // (b) Bursts from three producers, then wait_idle(), over and over: every burst fully ran.
+// With 8 workers, several of them often finish the burst's last tasks at once; only the one
+// that sees the pool quiescent wakes the waiter (core::notify_idle_waiters), so a miss there
+// would hang here.
 TEST(Stress, BurstsThenWaitIdle) {
   constexpr int producers = 3;
   constexpr int burst = 40;
   const int rounds = iterations(800);
-  for (unsigned spin : {0u, 64u}) {
+  for (auto [workers, spin] : {std::pair{2u, 0u}, std::pair{2u, 64u}, std::pair{8u, 0u}}) {
     std::atomic<int> ran{0};
     std::barrier sync{producers + 1};
-    spool::pool p{pool_config(2, 16, spin)};
+    spool::pool p{pool_config(workers, 16, spin)};
     std::vector<std::thread> threads;
     for (int t = 0; t < producers; ++t) {
       threads.emplace_back([&] {

@@ -2,6 +2,8 @@
 // fresh pool, posts N empty tasks from the main thread, waits for them, and prints the rate
 // with what getrusage says about that stretch: the process's CPU and context switches, and the
 // submitting thread's own (a submitter that is preempted or makes system calls shows here).
+// Also how many tasks were still queued when the last post returned, and how long the wait
+// for them (the tail) took: a backlog means the workers, not the submitter, set the pace.
 //
 //   spool-post-burst [THREADS [N [REPEATS [bulk]]]]     (defaults 2 1000000 10)
 #include <spool/spool.hpp>
@@ -36,7 +38,8 @@ int main(int argc, char** argv) {
   std::printf("# %u threads, %ld %s, %d repeats\n", threads, n, bulk ? "tasks by post_n" : "posts",
               repeats);
   std::printf("M tasks/s,process cores,process voluntary cs,process involuntary cs,"
-              "submitter cores,submitter sys ms,submitter involuntary cs\n");
+              "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
+              "queued after posting,tail ms\n");
   for (int r = 0; r < repeats; ++r) {
     spool::config cfg;
     cfg.threads = threads;
@@ -52,15 +55,19 @@ int main(int argc, char** argv) {
     } else {
       for (long i = 0; i < n; ++i) pool.post([] {});
     }
+    const auto posted = std::chrono::steady_clock::now();
+    const std::size_t backlog = pool.statistics().queued;
     pool.wait_idle();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    const double wall = std::chrono::duration<double>(end - start).count();
+    const double tail_ms = std::chrono::duration<double, std::milli>(end - posted).count();
     rusage p1, t1;
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
-    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld\n", static_cast<double>(n) / wall / 1e6,
+    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f\n", static_cast<double>(n) / wall / 1e6,
                 (cpu_seconds(p1) - cpu_seconds(p0)) / wall, p1.ru_nvcsw - p0.ru_nvcsw,
                 p1.ru_nivcsw - p0.ru_nivcsw, (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
-                (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw);
+                (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw, t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms);
   }
   return 0;
 }
