@@ -190,8 +190,9 @@ task* core::steal(worker& w) noexcept {
   //    checking, under the lock, that no worker's batch still holds tasks from that slot. So
   //    at any moment at most one batch holds a given slot's tasks, and they are older than
   //    every task still in the slot.
-  //  - Batches are searched before slots, and a busy lock or a batch with that slot's tasks
-  //    counts as a lost race (look again), never as "nothing here".
+  //  - Batches are searched before slots. A busy lock or a batch with that slot's tasks means
+  //    someone else serves the slot (take_from_slot): this searcher may stop, and the
+  //    parker's last look before it sleeps catches whatever that leaves.
   const auto ws = workers();
   const std::size_t n = ws.size();
   for (int round = 0;; ++round) {
@@ -227,10 +228,10 @@ task* core::steal(worker& w) noexcept {
       if (t != nullptr) return t;
       contended |= retry;
     }
-    // A lost race means that deque was not empty; giving up now could leave its tasks to an
-    // owner that is blocked, so look again until every deque is seen empty. A lost race can
-    // also be a thread preempted while it holds a slot's `batching` lock: after the first
-    // rounds, give it the processor.
+    // A lost race means that deque or batch was not empty; giving up now could leave its
+    // tasks to an owner that is blocked, so look again until every one is seen empty. After
+    // the first rounds, yield between them: on an oversubscribed pool the winners of those
+    // races may be waiting for this core.
     if (!contended) return nullptr;
     if (round >= 2) sched_yield();
   }

@@ -37,9 +37,10 @@ int main(int argc, char** argv) {
   }
   std::printf("# %u threads, %ld %s, %d repeats\n", threads, n, bulk ? "tasks by post_n" : "posts",
               repeats);
-  std::printf("M tasks/s,process cores,process voluntary cs,process involuntary cs,"
-              "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
-              "queued after posting,tail ms\n");
+  std::printf(
+      "M tasks/s,process cores,process voluntary cs,process involuntary cs,"
+      "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
+      "queued after posting,tail ms\n");
   for (int r = 0; r < repeats; ++r) {
     spool::config cfg;
     cfg.threads = threads;
@@ -64,10 +65,12 @@ int main(int argc, char** argv) {
     rusage p1, t1;
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
-    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f\n", static_cast<double>(n) / wall / 1e6,
-                (cpu_seconds(p1) - cpu_seconds(p0)) / wall, p1.ru_nvcsw - p0.ru_nvcsw,
-                p1.ru_nivcsw - p0.ru_nivcsw, (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
-                (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw, t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms);
+    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f\n",
+                static_cast<double>(n) / wall / 1e6, (cpu_seconds(p1) - cpu_seconds(p0)) / wall,
+                p1.ru_nvcsw - p0.ru_nvcsw, p1.ru_nivcsw - p0.ru_nivcsw,
+                (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
+                (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw,
+                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms);
   }
   return 0;
 }
