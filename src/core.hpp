@@ -68,6 +68,9 @@ struct worker {
   std::uint32_t blocking = 0;           // nested blocking_regions, owner only
   counters stats;
   std::uint64_t rng;  // victim selection, owner only
+  // Whose stolen batch this worker last took a task from, owner only: tried first by the next
+  // steal, since a producer's run is served from one batch at a time (core::steal).
+  std::size_t batch_hint = 0;
 
   // For the monitor: whether the thread is out of work (spinning, parked), and the thread's
   // CPU clock, to tell a busy thread on the CPU from one blocked inside its task.

@@ -14,6 +14,14 @@
 // (a producer) swaps its empty magazine for a full one. So the depot's lock is taken once per
 // k_batch tasks, not per task.
 //
+// Nobody waits for the depot. Its lock is tried a few times and then given up: the holder may
+// be a thread the kernel preempted (a pool of 16 threads on 2 cores), and a waiter would sleep
+// for the holder's time slice (in `spool-post-burst 16`, the submitter slept on the depot's
+// mutex about 4 times per million tasks, the workers 9). A producer that gets nothing (the
+// depot busy, or dry because its blocks are still in the workers' magazines) fills its
+// magazine from the global operator new, so it asks again only k_batch blocks later; a thread
+// freeing into two full magazines gives that one block to the global operator delete.
+//
 // Why arrays and not a chain through the blocks: a block handed over was last written by the
 // worker that ran its task, on another core. Popping from a chain reads the block to find the
 // next one, a cache miss on the submitter's critical path every time (two thirds of
@@ -24,7 +32,8 @@
 // Invariants:
 //  - Every address in a magazine is unused memory of its class's size that came from the
 //    global operator new; it goes back to the global operator delete only when the depot is
-//    full or a thread exits with a partly filled magazine.
+//    full, when a thread exits with a partly filled magazine, or (one block) when a thread
+//    with two full magazines finds the depot busy.
 //  - The depot holds only full magazines (exactly k_batch blocks), at most 4 MiB of blocks per
 //    class (16 MiB in all), and at most k_depot_empties empty magazines per class.
 //  - A thread holds at most two magazines per class; they go to the depot when it exits.
@@ -37,6 +46,7 @@
 // after it was freed is still caught.
 #include <pthread.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -44,6 +54,7 @@
 
 #include "cpu_relax.hpp"
 #include "spool/detail/task.hpp"
+#include "task_memory.hpp"
 
 namespace spool::detail {
 namespace {
@@ -97,18 +108,32 @@ constexpr std::uint32_t k_depot_empties = 64;
 
 class depot {
  public:
-  // A full magazine, or null. `empty` (may be null) is kept or freed in exchange.
+  // A full magazine, or null (none there, or the depot busy). `empty` (may be null) is kept
+  // or freed in exchange; if null is returned, `empty` is still the caller's.
   magazine* trade_for_full(magazine* empty) noexcept;
   // `full` (may be null) is kept, or its blocks freed if the depot is full. If `want_empty`,
   // returns an empty magazine (from the depot's stack, or a new one; null if none can be
-  // made); otherwise null.
-  magazine* trade_for_empty(magazine* full, std::size_t size_class, bool want_empty) noexcept;
+  // made); otherwise null. With `wait` false, a busy depot makes it return at once with
+  // `busy` set and `full` still the caller's.
+  struct traded {
+    magazine* empty;
+    bool busy;
+  };
+  traded trade_for_empty(magazine* full, std::size_t size_class, bool want_empty,
+                         bool wait) noexcept;
 
   static depot& of(std::size_t size_class) noexcept;
 
  private:
   static void lock_all() noexcept;
   static void unlock_all() noexcept;
+  // The lock if it is free now or within a few tries. Nobody sleeps on the depot: its holder
+  // may be a thread the kernel has just preempted (a pool oversubscribes its cores), and a
+  // waiter would then sleep for the holder's whole time slice. A thread that cannot get the
+  // lock uses the global operators for this one block instead.
+  bool try_lock_briefly() noexcept;
+  friend void task_memory_testing::hold_depot(std::size_t) noexcept;
+  friend void task_memory_testing::release_depot(std::size_t) noexcept;
 
   std::mutex mu_;
   magazine* full_ = nullptr;       // guarded by mu_
@@ -148,10 +173,22 @@ void free_blocks(magazine* m, std::size_t size_class) noexcept {
   m->count = 0;
 }
 
+std::atomic<std::uint64_t> busy_count{0};  // task_memory_testing::busy_fallbacks
+
+bool depot::try_lock_briefly() noexcept {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (mu_.try_lock()) return true;
+    for (int i = 0; i < 16; ++i) cpu_relax();
+  }
+  busy_count.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 magazine* depot::trade_for_full(magazine* empty) noexcept {
   magazine* full = nullptr;
   {
-    std::lock_guard lock(mu_);
+    if (!try_lock_briefly()) return nullptr;
+    std::lock_guard lock(mu_, std::adopt_lock);
     if (full_ == nullptr) return nullptr;
     full = full_;
     full_ = full->next;
@@ -167,11 +204,16 @@ magazine* depot::trade_for_full(magazine* empty) noexcept {
   return full;
 }
 
-magazine* depot::trade_for_empty(magazine* full, std::size_t size_class,
-                                 bool want_empty) noexcept {
+depot::traded depot::trade_for_empty(magazine* full, std::size_t size_class, bool want_empty,
+                                     bool wait) noexcept {
   magazine* empty = nullptr;
   {
-    std::lock_guard lock(mu_);
+    if (wait) {
+      mu_.lock();
+    } else if (!try_lock_briefly()) {
+      return {nullptr, true};
+    }
+    std::lock_guard lock(mu_, std::adopt_lock);
     if (full != nullptr && full_count_ < depot_batches(size_class)) {
       full->next = full_;
       full_ = full;
@@ -186,11 +228,11 @@ magazine* depot::trade_for_empty(magazine* full, std::size_t size_class,
   }
   if (full != nullptr) {  // the depot is full: the blocks go, the magazine may be reused
     free_blocks(full, size_class);
-    if (want_empty && empty == nullptr) return full;
+    if (want_empty && empty == nullptr) return {full, false};
     delete full;
   }
-  if (!want_empty) return nullptr;
-  return empty != nullptr ? empty : new (std::nothrow) magazine;
+  if (!want_empty) return {nullptr, false};
+  return {empty != nullptr ? empty : new (std::nothrow) magazine, false};
 }
 
 // One thread's magazines. Trivially destructible, so it stays usable for the whole life of
@@ -205,12 +247,21 @@ class thread_cache {
         std::swap(s.loaded, s.spare);
       } else {
         magazine* full = depot::of(c).trade_for_full(s.loaded);
-        if (full == nullptr) return ::operator new(k_min_size << c);
-        s.loaded = full;
-        // The whole magazine was most likely freed on another core: start moving the first
-        // blocks' lines here (the steady-state prefetch below covers the rest).
-        for (std::uint32_t i = 1; i < k_prefetch_ahead && i < full->count; ++i) {
-          prefetch_for_write(full->blocks[full->count - 1 - i]);
+        if (full == nullptr) {
+          // None to be had (the blocks this thread handed out are still in the workers'
+          // magazines, or the depot is busy): a magazine's worth from the global operator,
+          // so that this thread asks the depot again only k_batch blocks later, not on every
+          // allocation (which kept the depot's lock contended while it was dry).
+          if (s.loaded == nullptr) s.loaded = new (std::nothrow) magazine;
+          if (s.loaded == nullptr) return ::operator new(k_min_size << c);
+          refill(*s.loaded, c);
+        } else {
+          s.loaded = full;
+          // The whole magazine was most likely freed on another core: start moving the first
+          // blocks' lines here (the steady-state prefetch below covers the rest).
+          for (std::uint32_t i = 1; i < k_prefetch_ahead && i < full->count; ++i) {
+            prefetch_for_write(full->blocks[full->count - 1 - i]);
+          }
         }
       }
     }
@@ -229,9 +280,14 @@ class thread_cache {
         std::swap(s.loaded, s.spare);
         if (s.loaded == nullptr) s.loaded = new (std::nothrow) magazine;
       } else {
-        magazine* full = s.spare;
+        // Both magazines are full: the spare goes to the depot for an empty one.
+        auto [empty, busy] = depot::of(c).trade_for_empty(s.spare, c, true, false);
+        if (busy) {
+          ::operator delete(p, k_min_size << c);
+          return;
+        }
         s.spare = s.loaded;
-        s.loaded = depot::of(c).trade_for_empty(full, c, true);
+        s.loaded = empty;
       }
       if (s.loaded == nullptr) {  // no memory for a magazine: the block goes back at once
         ::operator delete(p, k_min_size << c);
@@ -248,7 +304,7 @@ class thread_cache {
       for (magazine* m : {slots_[c].loaded, slots_[c].spare}) {
         if (m == nullptr) continue;
         if (m->full()) {
-          depot::of(c).trade_for_empty(m, c, false);
+          depot::of(c).trade_for_empty(m, c, false, true);
         } else {
           free_blocks(m, c);
           delete m;
@@ -265,6 +321,18 @@ class thread_cache {
   };
 
   void arm() noexcept;  // registers the thread's flusher (first use on this thread)
+
+  // Fills the empty magazine `m` from the global operator. Throws std::bad_alloc only if not
+  // even one block could be had; the blocks already in `m` stay there.
+  static void refill(magazine& m, std::size_t c) {
+    const std::size_t size = k_min_size << c;
+    m.blocks[m.count++] = ::operator new(size);
+    while (!m.full()) {
+      void* b = ::operator new(size, std::nothrow);
+      if (b == nullptr) break;
+      m.blocks[m.count++] = b;
+    }
+  }
 
   slot slots_[k_classes];
   bool armed_ = false;
@@ -289,6 +357,22 @@ void thread_cache::arm() noexcept {
 #endif  // SPOOL_TASK_CACHE
 
 }  // namespace
+
+namespace task_memory_testing {
+
+#if SPOOL_TASK_CACHE
+bool recycling() noexcept { return true; }
+void hold_depot(std::size_t size) noexcept { depot::of(class_of(size)).mu_.lock(); }
+void release_depot(std::size_t size) noexcept { depot::of(class_of(size)).mu_.unlock(); }
+std::uint64_t busy_fallbacks() noexcept { return busy_count.load(std::memory_order_relaxed); }
+#else
+bool recycling() noexcept { return false; }
+void hold_depot(std::size_t) noexcept {}
+void release_depot(std::size_t) noexcept {}
+std::uint64_t busy_fallbacks() noexcept { return 0; }
+#endif
+
+}  // namespace task_memory_testing
 
 void* task::operator new(std::size_t size) {
 #if SPOOL_TASK_CACHE

@@ -195,6 +195,12 @@ task* core::steal(worker& w) noexcept {
   //    parker's last look before it sleeps catches whatever that leaves.
   const auto ws = workers();
   const std::size_t n = ws.size();
+  if (w.batch_hint < n && ws[w.batch_hint].get() != &w) {
+    // While one producer's burst is served, its tasks sit in one batch at a time: try the
+    // last batch that gave a task before walking every deque and batch. A lost race here is
+    // settled by the full search below.
+    if (task* t = ws[w.batch_hint]->batch.take().item) return t;
+  }
   for (int round = 0;; ++round) {
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
@@ -219,7 +225,10 @@ task* core::steal(worker& w) noexcept {
         worker& victim = *ws[(start + k) % n];
         if (&victim == &w) continue;
         auto [t, retry] = victim.batch.take();
-        if (t != nullptr) return t;
+        if (t != nullptr) {
+          w.batch_hint = (start + k) % n;
+          return t;
+        }
         contended |= retry;
       }
     }

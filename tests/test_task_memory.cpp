@@ -10,12 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <latch>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "spool/detail/task.hpp"
 #include "stress_scale.hpp"
+#include "task_memory.hpp"
 
 namespace {
 
@@ -49,9 +51,10 @@ struct alignas(64) over_aligned final : task {
 };
 
 // Producer allocates, consumer frees, in rounds; the producer checks every block it holds
-// alive is distinct and keeps its pattern until it is handed over.
+// alive is distinct and keeps its pattern until it is handed over. `salt` sets the patterns
+// apart, so that pairs running at once would see a block that two of them were given.
 template <std::size_t N>
-void ping_pong_blocks() {
+void ping_pong_blocks(std::uint8_t salt = 0) {
   const int rounds = stress_iterations(200);
   constexpr int per_round = 500;  // more than a few batches, so the depot is used both ways
   std::vector<sized<N>*> handoff;
@@ -60,7 +63,7 @@ void ping_pong_blocks() {
     for (int r = 0; r < rounds; ++r) {
       sync.arrive_and_wait();  // the producer filled `handoff`
       for (auto* t : handoff) {
-        EXPECT_TRUE(t->intact(static_cast<std::uint8_t>(r)));
+        EXPECT_TRUE(t->intact(static_cast<std::uint8_t>(r + salt)));
         t->destroy();
       }
       handoff.clear();
@@ -70,7 +73,7 @@ void ping_pong_blocks() {
   for (int r = 0; r < rounds; ++r) {
     std::set<const void*> live;
     for (int i = 0; i < per_round; ++i) {
-      auto* t = new sized<N>(static_cast<std::uint8_t>(r));
+      auto* t = new sized<N>(static_cast<std::uint8_t>(r + salt));
       ASSERT_TRUE(live.insert(t).second) << "a block handed out twice";
       ASSERT_EQ(reinterpret_cast<std::uintptr_t>(t) % alignof(sized<N>), 0u);
       handoff.push_back(t);
@@ -82,11 +85,64 @@ void ping_pong_blocks() {
 }
 
 TEST(TaskMemory, BlocksCrossThreadsInEveryClass) {
-  ping_pong_blocks<8>();    // 32-byte class
-  ping_pong_blocks<40>();   // 64
-  ping_pong_blocks<100>();  // 128
-  ping_pong_blocks<200>();  // 256
-  ping_pong_blocks<1000>(); // past the classes: the global operator
+  ping_pong_blocks<8>();     // 32-byte class
+  ping_pong_blocks<40>();    // 64
+  ping_pong_blocks<100>();   // 128
+  ping_pong_blocks<200>();   // 256
+  ping_pong_blocks<1000>();  // past the classes: the global operator
+}
+
+// Several pairs at once, more threads than cores: threads trade magazines with the depot at
+// the same moments, and a thread preempted while it holds the depot's lock makes the others
+// fall back to the global operators for a block (nobody waits for the depot). Blocks handed
+// out twice, or lost between the two paths, would show as a pattern overwritten by another
+// pair or as a leak under the sanitizer builds.
+TEST(TaskMemory, PairsTradingWithTheDepotAtOnce) {
+  constexpr int pairs = 4;
+  std::vector<std::thread> runners;
+  for (int p = 0; p < pairs; ++p) {
+    runners.emplace_back([p] { ping_pong_blocks<8>(static_cast<std::uint8_t>(61 * p)); });
+  }
+  for (auto& t : runners) t.join();
+}
+
+// The depot held by another thread the whole time: a thread allocating and then freeing more
+// blocks than its two magazines hold never waits for the lock. Its allocations come from the
+// global operator a magazine at a time and its frees past the magazines go back to it; every
+// block stays distinct and intact, and once the depot is free again the thread's exit hands
+// its full magazines over (the lock taken for real there).
+TEST(TaskMemory, BusyDepotIsNeverWaitedFor) {
+  namespace hooks = spool::detail::task_memory_testing;
+  constexpr int count = 300;  // past two magazines of 64
+  const std::uint64_t fallbacks_before = hooks::busy_fallbacks();
+  hooks::hold_depot(sizeof(sized<8>));
+  std::latch done(1), released(1);
+  std::thread user([&] {
+    std::vector<sized<8>*> made;
+    for (int i = 0; i < count; ++i) made.push_back(new sized<8>(static_cast<std::uint8_t>(i)));
+    EXPECT_EQ(std::set<const void*>(made.begin(), made.end()).size(), made.size())
+        << "a block handed out twice";
+    for (int i = 0; i < count; ++i) {
+      EXPECT_TRUE(made[i]->intact(static_cast<std::uint8_t>(i)));
+      made[i]->destroy();
+    }
+    done.count_down();  // everything above ran while the depot was held
+    released.wait();    // the thread's exit takes the depot's lock
+  });
+  done.wait();
+  const std::uint64_t fallbacks = hooks::busy_fallbacks() - fallbacks_before;
+  hooks::release_depot(sizeof(sized<8>));
+  released.count_down();
+  user.join();
+  if (hooks::recycling()) {
+    // At least one allocation and one free met the busy depot (the first allocation, and the
+    // first free with both magazines full).
+    EXPECT_GE(fallbacks, 2u);
+  } else {
+    EXPECT_EQ(fallbacks, 0u);  // no depot without recycling (AddressSanitizer builds)
+  }
+  // The depot works again: blocks made and freed after it are intact.
+  ping_pong_blocks<8>(17);
 }
 
 TEST(TaskMemory, OverAlignedTasksKeepTheirAlignment) {

@@ -1,0 +1,21 @@
+// task_memory.hpp: hooks into task memory (task_memory.cpp) for its tests, which must reach
+// the path a thread takes when the shared depot is busy. Not used by the pool itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spool::detail::task_memory_testing {
+
+// Whether blocks are recycled at all (not under AddressSanitizer, where every task goes to the
+// global operators so that a use after free is caught).
+bool recycling() noexcept;
+// Takes or releases the depot's lock of the size class that blocks of `size` bytes use, as a
+// thread trading magazines would hold it. No effect when not recycling().
+void hold_depot(std::size_t size) noexcept;
+void release_depot(std::size_t size) noexcept;
+// How many times, since the process began, a thread found a depot busy and used the global
+// operators instead of waiting for it.
+std::uint64_t busy_fallbacks() noexcept;
+
+}  // namespace spool::detail::task_memory_testing
