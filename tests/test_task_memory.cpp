@@ -93,10 +93,10 @@ TEST(TaskMemory, BlocksCrossThreadsInEveryClass) {
 }
 
 // Several pairs at once, more threads than cores: threads trade magazines with the depot at
-// the same moments, and a thread preempted while it holds the depot's lock makes the others
-// fall back to the global operators for a block (nobody waits for the depot). Blocks handed
-// out twice, or lost between the two paths, would show as a pattern overwritten by another
-// pair or as a leak under the sanitizer builds.
+// the same moments, so the depot's lock is contended (ThreadSanitizer checks the trades). A
+// block handed out to two pairs would show as a pattern overwritten by the other pair. Whether
+// any thread here finds the depot busy depends on the scheduler; BusyDepotIsNeverWaitedFor
+// below forces that path.
 TEST(TaskMemory, PairsTradingWithTheDepotAtOnce) {
   constexpr int pairs = 4;
   std::vector<std::thread> runners;
