@@ -111,16 +111,15 @@ class depot {
   // A full magazine, or null (none there, or the depot busy). `empty` (may be null) is kept
   // or freed in exchange; if null is returned, `empty` is still the caller's.
   magazine* trade_for_full(magazine* empty) noexcept;
-  // `full` (may be null) is kept, or its blocks freed if the depot is full. If `want_empty`,
-  // returns an empty magazine (from the depot's stack, or a new one; null if none can be
-  // made); otherwise null. With `wait` false, a busy depot makes it return at once with
-  // `busy` set and `full` still the caller's.
+  // `full` (may be null) is kept, or its blocks freed if the depot is full. A thread going on
+  // (at_exit false) gets an empty magazine back (from the depot's stack, or a new one; null
+  // if none can be made) and never waits: a busy depot makes it return at once with `busy`
+  // set and `full` still the caller's. A thread exiting waits for the lock and gets nothing.
   struct traded {
     magazine* empty;
     bool busy;
   };
-  traded trade_for_empty(magazine* full, std::size_t size_class, bool want_empty,
-                         bool wait) noexcept;
+  traded trade_for_empty(magazine* full, std::size_t size_class, bool at_exit) noexcept;
 
   static depot& of(std::size_t size_class) noexcept;
 
@@ -204,11 +203,11 @@ magazine* depot::trade_for_full(magazine* empty) noexcept {
   return full;
 }
 
-depot::traded depot::trade_for_empty(magazine* full, std::size_t size_class, bool want_empty,
-                                     bool wait) noexcept {
+depot::traded depot::trade_for_empty(magazine* full, std::size_t size_class,
+                                     bool at_exit) noexcept {
   magazine* empty = nullptr;
   {
-    if (wait) {
+    if (at_exit) {
       mu_.lock();
     } else if (!try_lock_briefly()) {
       return {nullptr, true};
@@ -220,7 +219,7 @@ depot::traded depot::trade_for_empty(magazine* full, std::size_t size_class, boo
       ++full_count_;
       full = nullptr;
     }
-    if (want_empty && empty_ != nullptr) {
+    if (!at_exit && empty_ != nullptr) {
       empty = empty_;
       empty_ = empty->next;
       --empty_count_;
@@ -228,10 +227,10 @@ depot::traded depot::trade_for_empty(magazine* full, std::size_t size_class, boo
   }
   if (full != nullptr) {  // the depot is full: the blocks go, the magazine may be reused
     free_blocks(full, size_class);
-    if (want_empty && empty == nullptr) return {full, false};
+    if (!at_exit && empty == nullptr) return {full, false};
     delete full;
   }
-  if (!want_empty) return {nullptr, false};
+  if (at_exit) return {nullptr, false};
   return {empty != nullptr ? empty : new (std::nothrow) magazine, false};
 }
 
@@ -281,7 +280,7 @@ class thread_cache {
         if (s.loaded == nullptr) s.loaded = new (std::nothrow) magazine;
       } else {
         // Both magazines are full: the spare goes to the depot for an empty one.
-        auto [empty, busy] = depot::of(c).trade_for_empty(s.spare, c, true, false);
+        auto [empty, busy] = depot::of(c).trade_for_empty(s.spare, c, false);
         if (busy) {
           ::operator delete(p, k_min_size << c);
           return;
@@ -304,7 +303,7 @@ class thread_cache {
       for (magazine* m : {slots_[c].loaded, slots_[c].spare}) {
         if (m == nullptr) continue;
         if (m->full()) {
-          depot::of(c).trade_for_empty(m, c, false, true);
+          depot::of(c).trade_for_empty(m, c, true);
         } else {
           free_blocks(m, c);
           delete m;
