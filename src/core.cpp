@@ -26,12 +26,14 @@ unsigned max_threads_for(const config& cfg) {
 const config& validated(const config& cfg) {
   const unsigned lo = min_threads_for(cfg);
   const unsigned hi = max_threads_for(cfg);
-  if (lo < 1 || lo > hi) throw error(errc::invalid_argument, "spool: need 1 <= min_threads <= max_threads");
+  if (lo < 1 || lo > hi)
+    throw error(errc::invalid_argument, "spool: need 1 <= min_threads <= max_threads");
   if (hi > 1u << 16) throw error(errc::invalid_argument, "spool: max_threads above 65536");
   if (cfg.keep_alive.count() < 0 || cfg.monitor_min_interval.count() <= 0 ||
       cfg.monitor_max_interval < cfg.monitor_min_interval) {
-    throw error(errc::invalid_argument,
-                "spool: keep_alive must be >= 0 and 0 < monitor_min_interval <= monitor_max_interval");
+    throw error(
+        errc::invalid_argument,
+        "spool: keep_alive must be >= 0 and 0 < monitor_min_interval <= monitor_max_interval");
   }
   return cfg;
 }

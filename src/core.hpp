@@ -76,13 +76,13 @@ struct worker {
   // CPU clock, to tell a busy thread on the CPU from one blocked inside its task.
   std::atomic<bool> idle{true};
   std::atomic<int> cpu_clock{k_no_clock};  // a clockid_t (thread CPU clocks are negative)
-  static constexpr int k_no_clock = 0;      // CLOCK_REALTIME: never a thread's CPU clock
-  std::atomic<int> tid{0};                  // the kernel's thread id, for /proc
+  static constexpr int k_no_clock = 0;     // CLOCK_REALTIME: never a thread's CPU clock
+  std::atomic<int> tid{0};                 // the kernel's thread id, for /proc
 
   // Priority bookkeeping, owner only (core::find_task).
-  std::uint32_t searches = 0;   // find_task calls, to look at low-priority aging now and then
-  bool high_streak = false;     // the last task taken was high priority
-  clock::time_point high_since; // when that run of high-priority tasks began
+  std::uint32_t searches = 0;    // find_task calls, to look at low-priority aging now and then
+  bool high_streak = false;      // the last task taken was high priority
+  clock::time_point high_since;  // when that run of high-priority tasks began
 
   // Guarded by core::scale_mu_: a thread runs here (running), has retired and awaits its join
   // (retired), or the slot is free. `running` is mirrored in `active` for lock-free readers.
@@ -185,8 +185,7 @@ class core {
   void kick_monitor() noexcept;
   // Whether every live worker is idle and nothing is queued: the monitor may sleep.
   bool pool_idle() const noexcept;
-  void emit(scale_event::kind what, scale_event::cause why, unsigned index,
-            unsigned live) noexcept;
+  void emit(scale_event::kind what, scale_event::cause why, unsigned index, unsigned live) noexcept;
 
   const config cfg_;
   const unsigned min_threads_;
@@ -212,9 +211,9 @@ class core {
   std::thread monitor_;
   std::mutex monitor_mu_;
   std::condition_variable monitor_cv_;
-  bool monitor_kicked_ = false;      // guarded by monitor_mu_
-  bool monitor_join_ = false;        // a thread retired: join it; guarded by monitor_mu_
-  bool monitor_stop_ = false;        // guarded by monitor_mu_
+  bool monitor_kicked_ = false;  // guarded by monitor_mu_
+  bool monitor_join_ = false;    // a thread retired: join it; guarded by monitor_mu_
+  bool monitor_stop_ = false;    // guarded by monitor_mu_
   alignas(64) std::atomic<bool> monitor_asleep_{false};
 
   // Threads in wait_quiescent() (wait_idle, shutdown).
@@ -222,15 +221,15 @@ class core {
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
 
-  std::atomic<std::uint32_t> live_{0};   // threads running worker_main (changed under scale_mu_
-                                         // by growth and retirement; an exit at terminate
-                                         // decrements it without the lock)
+  std::atomic<std::uint32_t> live_{0};     // threads running worker_main (changed under scale_mu_
+                                           // by growth and retirement; an exit at terminate
+                                           // decrements it without the lock)
   std::atomic<std::uint32_t> blocked_{0};  // workers inside a blocking_region
-  std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
-  std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
-  std::atomic<bool> terminate_{false};   // no task is left anywhere: workers exit
+  std::atomic<std::uint32_t> closed_{0};   // close() or shutdown() was called
+  std::atomic<bool> discarding_{false};    // shutdown(discard): cancel instead of run
+  std::atomic<bool> terminate_{false};     // no task is left anywhere: workers exit
   std::atomic<std::uint64_t> dropped_{0};
-  std::mutex shutdown_mu_;               // serialises shutdown(); guards joined_
+  std::mutex shutdown_mu_;  // serialises shutdown(); guards joined_
   bool joined_ = false;
 
   counters outside_;  // work done by threads outside the pool (read-modify-write)

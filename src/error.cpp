@@ -22,15 +22,25 @@ const std::error_category& error_category() noexcept {
 
 extern "C" const char* spool_strerror(int code) {
   switch (code) {
-    case SPOOL_OK: return "success";
-    case SPOOL_EFULL: return "the pool's queue is full";
-    case SPOOL_ETIMEDOUT: return "timed out waiting for room in the pool's queue";
-    case SPOOL_ESHUTDOWN: return "the pool is shut down and accepts no more tasks";
-    case SPOOL_EINVAL: return "invalid argument";
-    case SPOOL_EDEADLK: return "called from one of the pool's own workers, this would deadlock";
-    case SPOOL_ECANCELED: return "the task was cancelled before it ran";
-    case SPOOL_ENOMEM: return "out of memory";
-    case SPOOL_ESYSTEM: return "the system refused a resource (could not start a thread)";
-    default: return "unknown spool error";
+    case SPOOL_OK:
+      return "success";
+    case SPOOL_EFULL:
+      return "the pool's queue is full";
+    case SPOOL_ETIMEDOUT:
+      return "timed out waiting for room in the pool's queue";
+    case SPOOL_ESHUTDOWN:
+      return "the pool is shut down and accepts no more tasks";
+    case SPOOL_EINVAL:
+      return "invalid argument";
+    case SPOOL_EDEADLK:
+      return "called from one of the pool's own workers, this would deadlock";
+    case SPOOL_ECANCELED:
+      return "the task was cancelled before it ran";
+    case SPOOL_ENOMEM:
+      return "out of memory";
+    case SPOOL_ESYSTEM:
+      return "the system refused a resource (could not start a thread)";
+    default:
+      return "unknown spool error";
   }
 }

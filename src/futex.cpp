@@ -34,7 +34,8 @@ bool futex_wait_until(std::atomic<std::uint32_t>& word, std::uint32_t expected,
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
   timespec abs{};
   abs.tv_sec = static_cast<time_t>(secs.count());
-  abs.tv_nsec = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs).count());
+  abs.tv_nsec = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs).count());
   long rc = syscall(SYS_futex, address(word), FUTEX_WAIT_BITSET_PRIVATE, expected, &abs, nullptr,
                     FUTEX_BITSET_MATCH_ANY);
   if (rc == -1 && errno == ETIMEDOUT) return false;

@@ -52,7 +52,8 @@ task* injector::evict_locked() noexcept {
 }
 
 void injector::publish_oldest_low_locked() noexcept {
-  const clock::time_point oldest = low_since_.empty() ? clock::time_point::max() : low_since_.front();
+  const clock::time_point oldest =
+      low_since_.empty() ? clock::time_point::max() : low_since_.front();
   oldest_low_.store(oldest.time_since_epoch().count(), std::memory_order_relaxed);
 }
 

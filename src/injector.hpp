@@ -80,12 +80,12 @@ class injector {
 
   mutable std::mutex mu_;
   std::condition_variable not_full_;
-  fifo levels_[k_levels];             // guarded by mu_
+  fifo levels_[k_levels];                    // guarded by mu_
   std::deque<clock::time_point> low_since_;  // enqueue times of the low level, guarded by mu_
-  std::size_t count_ = 0;             // guarded by mu_
-  std::size_t blocked_ = 0;           // producers waiting on not_full_, guarded by mu_
-  bool closed_ = false;               // guarded by mu_
-  std::atomic<std::size_t> size_{0};  // count_, readable without the lock
+  std::size_t count_ = 0;                    // guarded by mu_
+  std::size_t blocked_ = 0;                  // producers waiting on not_full_, guarded by mu_
+  bool closed_ = false;                      // guarded by mu_
+  std::atomic<std::size_t> size_{0};         // count_, readable without the lock
   std::atomic<std::uint32_t> level_size_[k_levels] = {};
   std::atomic<clock::rep> oldest_low_{clock::time_point::max().time_since_epoch().count()};
 };

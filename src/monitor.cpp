@@ -214,7 +214,8 @@ void core::monitor_main() noexcept {
     // task is stuck) uses none. Completed tasks are not the measure: a long computation makes
     // progress without completing anything.
     const clock::time_point now = clock::now();
-    const std::int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_check).count();
+    const std::int64_t elapsed =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_check).count();
     last_check = now;
     unsigned idle = 0;
     unsigned running = 0;

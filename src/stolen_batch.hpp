@@ -41,7 +41,7 @@ class stolen_batch {
     const std::int64_t t = tail_.load(std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < n; ++i) {
       items_[static_cast<std::size_t>(t + i) % k_capacity].store(items[i],
-                                                                  std::memory_order_relaxed);
+                                                                 std::memory_order_relaxed);
     }
     source_.store(source, std::memory_order_relaxed);
     tail_.store(t + n, std::memory_order_release);

@@ -24,7 +24,8 @@ thread_local worker* tls_worker = nullptr;
 constexpr unsigned k_pause_rounds = 8;
 
 inline void bump32(std::atomic<std::uint32_t>& c, int by) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by), std::memory_order_relaxed);
+  c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by),
+          std::memory_order_relaxed);
 }
 
 void name_thread(const std::string& prefix, unsigned index) noexcept {

@@ -131,8 +131,12 @@ class ws_deque {
         : mask(capacity - 1), slots(new std::atomic<task*>[static_cast<std::size_t>(capacity)]) {}
     // Slots are atomics because a thief may read a slot that the owner is about to reuse;
     // the thief then loses the CAS and discards what it read.
-    task* get(std::int64_t i) const noexcept { return slots[i & mask].load(std::memory_order_relaxed); }
-    void put(std::int64_t i, task* t) noexcept { slots[i & mask].store(t, std::memory_order_relaxed); }
+    task* get(std::int64_t i) const noexcept {
+      return slots[i & mask].load(std::memory_order_relaxed);
+    }
+    void put(std::int64_t i, task* t) noexcept {
+      slots[i & mask].store(t, std::memory_order_relaxed);
+    }
     std::int64_t mask;
     std::unique_ptr<std::atomic<task*>[]> slots;
   };
@@ -151,7 +155,7 @@ class ws_deque {
   alignas(64) std::atomic<std::int64_t> bottom_{0};
   alignas(64) std::atomic<ring*> ring_;
   std::vector<std::unique_ptr<ring>> retired_;  // owner only
-  std::int64_t top_seen_ = 0;                    // owner only: top_ as last read by push()
+  std::int64_t top_seen_ = 0;                   // owner only: top_ as last read by push()
 };
 
 }  // namespace spool::detail

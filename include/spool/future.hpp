@@ -43,7 +43,8 @@ class future {
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
     auto steady = std::chrono::steady_clock::now() + (deadline - Clock::now());
-    return checked().wait_until(std::chrono::time_point_cast<std::chrono::steady_clock::duration>(steady));
+    return checked().wait_until(
+        std::chrono::time_point_cast<std::chrono::steady_clock::duration>(steady));
   }
 
   // Waits, then returns the value or rethrows the task's exception. Leaves the future empty.

@@ -27,42 +27,42 @@ extern "C" {
 
 enum {
   SPOOL_OK = 0,
-  SPOOL_EFULL = 1,      /* queue full and the policy is SPOOL_FULL_REJECT */
-  SPOOL_ETIMEDOUT = 2,  /* queue stayed full for block_timeout_ms */
-  SPOOL_ESHUTDOWN = 3,  /* the pool is closed or shut down */
-  SPOOL_EINVAL = 4,     /* a null pointer or a bad config value */
-  SPOOL_EDEADLK = 5,    /* a blocking call made from one of the pool's own workers */
-  SPOOL_ECANCELED = 6,  /* the task was dropped before it ran */
-  SPOOL_ENOMEM = 7,     /* out of memory */
-  SPOOL_ESYSTEM = 8     /* the OS refused a resource (thread creation) */
+  SPOOL_EFULL = 1,     /* queue full and the policy is SPOOL_FULL_REJECT */
+  SPOOL_ETIMEDOUT = 2, /* queue stayed full for block_timeout_ms */
+  SPOOL_ESHUTDOWN = 3, /* the pool is closed or shut down */
+  SPOOL_EINVAL = 4,    /* a null pointer or a bad config value */
+  SPOOL_EDEADLK = 5,   /* a blocking call made from one of the pool's own workers */
+  SPOOL_ECANCELED = 6, /* the task was dropped before it ran */
+  SPOOL_ENOMEM = 7,    /* out of memory */
+  SPOOL_ESYSTEM = 8    /* the OS refused a resource (thread creation) */
 };
 
 typedef enum spool_full_policy {
-  SPOOL_FULL_BLOCK = 0,        /* wait for room (default) */
-  SPOOL_FULL_BLOCK_TIMEOUT,    /* wait up to block_timeout_ms, then SPOOL_ETIMEDOUT */
-  SPOOL_FULL_REJECT,           /* SPOOL_EFULL at once */
-  SPOOL_FULL_CALLER_RUNS,      /* run the task in the submitting thread */
-  SPOOL_FULL_DISCARD_OLDEST    /* drop the oldest queued task, enqueue this one */
+  SPOOL_FULL_BLOCK = 0,     /* wait for room (default) */
+  SPOOL_FULL_BLOCK_TIMEOUT, /* wait up to block_timeout_ms, then SPOOL_ETIMEDOUT */
+  SPOOL_FULL_REJECT,        /* SPOOL_EFULL at once */
+  SPOOL_FULL_CALLER_RUNS,   /* run the task in the submitting thread */
+  SPOOL_FULL_DISCARD_OLDEST /* drop the oldest queued task, enqueue this one */
 } spool_full_policy;
 
 typedef enum spool_shutdown_mode {
-  SPOOL_SHUTDOWN_DRAIN = 0,  /* run everything queued, then join */
-  SPOOL_SHUTDOWN_DISCARD     /* drop everything queued, then join */
+  SPOOL_SHUTDOWN_DRAIN = 0, /* run everything queued, then join */
+  SPOOL_SHUTDOWN_DISCARD    /* drop everything queued, then join */
 } spool_shutdown_mode;
 
 typedef enum spool_priority {
   SPOOL_PRIORITY_LOW = 0,
-  SPOOL_PRIORITY_NORMAL = 1,  /* what spool_submit uses */
+  SPOOL_PRIORITY_NORMAL = 1, /* what spool_submit uses */
   SPOOL_PRIORITY_HIGH = 2
 } spool_priority;
 
 typedef enum spool_scale_kind { SPOOL_SCALE_STARTED = 0, SPOOL_SCALE_RETIRED } spool_scale_kind;
 typedef enum spool_scale_cause {
-  SPOOL_SCALE_INITIAL = 0,  /* started with the pool */
-  SPOOL_SCALE_LOAD,         /* work waiting, no worker making progress */
-  SPOOL_SCALE_BLOCKING,     /* a worker entered a blocking region */
-  SPOOL_SCALE_IDLE,         /* idle for keep_alive above min_threads */
-  SPOOL_SCALE_SHUTDOWN      /* the pool shut down */
+  SPOOL_SCALE_INITIAL = 0, /* started with the pool */
+  SPOOL_SCALE_LOAD,        /* work waiting, no worker making progress */
+  SPOOL_SCALE_BLOCKING,    /* a worker entered a blocking region */
+  SPOOL_SCALE_IDLE,        /* idle for keep_alive above min_threads */
+  SPOOL_SCALE_SHUTDOWN     /* the pool shut down */
 } spool_scale_cause;
 
 typedef struct spool_scale_event {
@@ -73,22 +73,22 @@ typedef struct spool_scale_event {
 } spool_scale_event;
 
 typedef struct spool_config {
-  unsigned threads;          /* worker threads of a fixed pool; 0 = number of CPUs */
-  size_t queue_capacity;     /* bound on tasks queued from outside the pool; 0 = unbounded */
+  unsigned threads;      /* worker threads of a fixed pool; 0 = number of CPUs */
+  size_t queue_capacity; /* bound on tasks queued from outside the pool; 0 = unbounded */
   spool_full_policy on_full;
   unsigned block_timeout_ms; /* for SPOOL_FULL_BLOCK_TIMEOUT */
-  const char *name;          /* thread name prefix; NULL = "spool" */
+  const char* name;          /* thread name prefix; NULL = "spool" */
   unsigned spin_rounds;      /* idle polling before sleeping */
   /* Elastic sizing (see spool::config): 0 = threads. Requires 1 <= min <= max. */
   unsigned min_threads;
   unsigned max_threads;
-  unsigned keep_alive_ms;            /* idle time before a thread above min retires */
-  unsigned monitor_min_interval_us;  /* starvation checks while busy: from this... */
-  unsigned monitor_max_interval_us;  /* ...backing off to this */
-  unsigned aging_ms;                 /* priority aging; 0 = strict priorities */
+  unsigned keep_alive_ms;           /* idle time before a thread above min retires */
+  unsigned monitor_min_interval_us; /* starvation checks while busy: from this... */
+  unsigned monitor_max_interval_us; /* ...backing off to this */
+  unsigned aging_ms;                /* priority aging; 0 = strict priorities */
   /* Told of every thread start and retirement (may be NULL). */
-  void (*on_scale)(const spool_scale_event *event, void *arg);
-  void *on_scale_arg;
+  void (*on_scale)(const spool_scale_event* event, void* arg);
+  void* on_scale_arg;
 } spool_config;
 
 typedef struct spool_stats {
@@ -111,28 +111,28 @@ typedef struct spool_stats {
 typedef struct spool_pool spool_pool;
 
 /* Fills cfg with the defaults. */
-void spool_config_init(spool_config *cfg);
+void spool_config_init(spool_config* cfg);
 
 /* Creates a pool (cfg NULL: defaults). On failure *out is NULL. */
-int spool_create(const spool_config *cfg, spool_pool **out);
+int spool_create(const spool_config* cfg, spool_pool** out);
 
 /* Queues fn(arg). From a worker of this pool it never blocks and ignores the bound. */
-int spool_submit(spool_pool *pool, void (*fn)(void *), void *arg);
+int spool_submit(spool_pool* pool, void (*fn)(void*), void* arg);
 
 /* As spool_submit; if the task is accepted but dropped without running, on_cancel(arg) is
  * called (from the thread that drops it) instead of fn. on_cancel may be NULL. */
-int spool_submit_ex(spool_pool *pool, void (*fn)(void *), void *arg, void (*on_cancel)(void *));
+int spool_submit_ex(spool_pool* pool, void (*fn)(void*), void* arg, void (*on_cancel)(void*));
 
 /* Queues fn(args[0]) ... fn(args[n-1]) as n tasks (a bulk submission: from outside an
  * unbounded pool, or from a worker, one shutdown check and one wake-up for the batch). Stops
  * at the first refusal and returns its code; *accepted (may be NULL) receives how many were
  * queued, a prefix of args. */
-int spool_submit_bulk(spool_pool *pool, void (*fn)(void *), void *const *args, size_t n,
-                      size_t *accepted);
+int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, size_t n,
+                      size_t* accepted);
 
 /* As spool_submit_ex, at a priority (spool_priority). */
-int spool_submit_priority(spool_pool *pool, int priority, void (*fn)(void *), void *arg,
-                          void (*on_cancel)(void *));
+int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), void* arg,
+                          void (*on_cancel)(void*));
 
 /* Bracket a stretch of the calling task that blocks (I/O, locks): an elastic pool starts a
  * compensating thread at once (see spool::blocking_region). Do nothing off a pool worker.
@@ -141,25 +141,25 @@ void spool_blocking_begin(void);
 void spool_blocking_end(void);
 
 /* Blocks until nothing is queued or running. SPOOL_EDEADLK from a worker of this pool. */
-int spool_wait_idle(spool_pool *pool);
+int spool_wait_idle(spool_pool* pool);
 
 /* Stops accepting submissions from outside the pool; returns at once. */
-int spool_close(spool_pool *pool);
+int spool_close(spool_pool* pool);
 
 /* Refuses new work, runs or drops what is queued, joins the threads. The pool must still be
  * destroyed. dropped (may be NULL) receives how many tasks were dropped. */
-int spool_shutdown(spool_pool *pool, spool_shutdown_mode mode, size_t *dropped);
+int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped);
 
 /* Drains, joins and frees. From a worker of this pool: SPOOL_EDEADLK, and nothing is freed. */
-int spool_destroy(spool_pool *pool);
+int spool_destroy(spool_pool* pool);
 
-int spool_get_stats(const spool_pool *pool, spool_stats *out);
+int spool_get_stats(const spool_pool* pool, spool_stats* out);
 
 /* The calling thread's worker index in its pool, or -1 if it is not a pool worker. */
 int spool_worker_index(void);
 
 /* A static English description of a SPOOL_E* code. */
-const char *spool_strerror(int code);
+const char* spool_strerror(int code);
 
 /* ---- task groups ---- */
 
@@ -172,43 +172,42 @@ typedef struct spool_group spool_group;
 
 /* Creates a group on pool, nested in parent if parent is not NULL (parent must be on the same
  * pool, else SPOOL_EINVAL). On failure *out is NULL. */
-int spool_group_create(spool_pool *pool, spool_group *parent, spool_group **out);
+int spool_group_create(spool_pool* pool, spool_group* parent, spool_group** out);
 
 /* Queues fn(arg) as a task of the group, like spool_submit_ex (same errors; a refused task
  * leaves the group's counts unchanged and arg with the caller). If the group is cancelled
  * before the task starts, or the pool drops it, on_cancel(arg) is called instead of fn (from
  * the thread that skips or drops it; on_cancel may be NULL). From a worker of the pool it
  * never blocks. */
-int spool_group_submit(spool_group *group, void (*fn)(void *), void *arg,
-                       void (*on_cancel)(void *));
+int spool_group_submit(spool_group* group, void (*fn)(void*), void* arg, void (*on_cancel)(void*));
 
 /* As spool_group_submit, at a priority (spool_priority); SPOOL_EINVAL for another value. */
-int spool_group_submit_priority(spool_group *group, int priority, void (*fn)(void *), void *arg,
-                                void (*on_cancel)(void *));
+int spool_group_submit_priority(spool_group* group, int priority, void (*fn)(void*), void* arg,
+                                void (*on_cancel)(void*));
 
 /* Waits until no task of the group (or of a group nested in it) is pending; timeout_ms < 0
  * waits forever. On a worker of the group's pool it runs other tasks meanwhile. Returns
  * SPOOL_OK, SPOOL_ECANCELED if the group is cancelled (spool_group_cancel on it or an ancestor,
  * or the pool dropped one of its tasks), or SPOOL_ETIMEDOUT if tasks are still pending. */
-int spool_group_wait(spool_group *group, long timeout_ms);
+int spool_group_wait(spool_group* group, long timeout_ms);
 
 /* Tasks of the group (and of groups nested in it) that have not started are skipped, their
  * on_cancel hooks called; tasks submitted later are skipped too. Returns at once. */
-int spool_group_cancel(spool_group *group);
+int spool_group_cancel(spool_group* group);
 
 /* 1 if the group is cancelled (see spool_group_wait), 0 if not, SPOOL_EINVAL for NULL. */
-int spool_group_is_cancelled(const spool_group *group);
+int spool_group_is_cancelled(const spool_group* group);
 
 /* Sets the callback told of each drain: cb(status, arg), with status SPOOL_OK or
  * SPOOL_ECANCELED, each time the group's pending count drops to zero after a task finished,
  * from the thread that finished the last one. It returns before spool_group_wait for that
  * drain returns; calls never overlap. cb NULL removes the callback. cb must not wait on,
  * destroy or set the callback of its own group. */
-int spool_group_on_finished(spool_group *group, void (*cb)(int status, void *arg), void *arg);
+int spool_group_on_finished(spool_group* group, void (*cb)(int status, void* arg), void* arg);
 
 /* Waits for the group's pending tasks as spool_group_wait does, then frees the group. A nested
  * group may outlive its parent. */
-int spool_group_destroy(spool_group *group);
+int spool_group_destroy(spool_group* group);
 
 /* ---- task groups ---- */
 
