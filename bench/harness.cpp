@@ -171,6 +171,9 @@ void print_common_help(std::FILE* out) {
       "  --spin-rounds N  spool's config::spin_rounds (default: the library's, 64): how long\n"
       "                   idle workers and waiting threads poll before they sleep; 0 sleeps at\n"
       "                   once (the low-CPU setting)\n"
+      "  --defer-period US  spool's config::defer_period in microseconds (default: the\n"
+      "                   library's, 1000): how a crowded pool's timed sleeper checks on\n"
+      "                   deferred wake-ups; 0 turns deferral off\n"
       "  --same-process   run every measurement in spool-bench's own process (for gdb and\n"
       "                   perf, and to compare). By default each runs in a child process of\n"
       "                   its own, so that the worker threads oneTBB and OpenMP keep for the\n"
@@ -247,6 +250,10 @@ options parse_options(int argc, char** argv, const experiment* exp) {
       const std::uint64_t r = parse_count(o, flag, take_value());
       if (r > 1'000'000) usage_error(o, "--spin-rounds wants 0..1000000");
       o.spin_rounds = static_cast<unsigned>(r);
+    } else if (flag == "--defer-period") {
+      const std::uint64_t us = parse_count(o, flag, take_value());
+      if (us > 10'000'000) usage_error(o, "--defer-period wants 0..10000000 (microseconds)");
+      o.defer_period_us = static_cast<unsigned>(us);
     } else if (flag == "--find-max" && exp &&
                std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
       o.find_max = true;

@@ -29,6 +29,8 @@ struct options {
   std::string plot_target;
   // spool's config::spin_rounds for every spool pool of the run; unset: the library's default.
   std::optional<unsigned> spin_rounds;
+  // spool's config::defer_period, in microseconds, for every spool pool; unset: the default.
+  std::optional<unsigned> defer_period_us;
   bool same_process = false;  // --same-process: see measure_in_children()
 
   // Experiment parameters; unset means the experiment's default for the size mode.

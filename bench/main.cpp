@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
   const bool many = name == "all";
   const options o = parse_options(argc, argv, many ? nullptr : chosen.front());
   if (o.spin_rounds) spool_peer::spin_rounds = *o.spin_rounds;
+  if (o.defer_period_us) {
+    spool_peer::defer_period = std::chrono::microseconds(*o.defer_period_us);
+  }
   measure_in_children(!o.same_process);
   const run_info info = describe(o);
   print_header(info, o);

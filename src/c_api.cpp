@@ -27,6 +27,7 @@ spool::config to_cpp(const spool_config& c) {
   cfg.monitor_min_interval = std::chrono::microseconds(c.monitor_min_interval_us);
   cfg.monitor_max_interval = std::chrono::microseconds(c.monitor_max_interval_us);
   cfg.aging = std::chrono::milliseconds(c.aging_ms);
+  cfg.defer_period = std::chrono::microseconds(c.defer_period_us);
   if (c.on_scale != nullptr) {
     cfg.on_scale = [fn = c.on_scale, arg = c.on_scale_arg](const spool::scale_event& e) {
       spool_scale_event ce;
@@ -65,6 +66,7 @@ void spool_config_init(spool_config* cfg) {
   cfg->monitor_max_interval_us =
       static_cast<unsigned>(duration_cast<us>(defaults.monitor_max_interval).count());
   cfg->aging_ms = static_cast<unsigned>(duration_cast<ms>(defaults.aging).count());
+  cfg->defer_period_us = static_cast<unsigned>(defaults.defer_period.count());
   cfg->on_scale = nullptr;
   cfg->on_scale_arg = nullptr;
 }

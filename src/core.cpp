@@ -2,6 +2,8 @@
 // help-while-waiting are in worker.cpp.
 #include "core.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -29,6 +31,8 @@ const config& validated(const config& cfg) {
   if (lo < 1 || lo > hi)
     throw error(errc::invalid_argument, "spool: need 1 <= min_threads <= max_threads");
   if (hi > 1u << 16) throw error(errc::invalid_argument, "spool: max_threads above 65536");
+  if (cfg.defer_period.count() < 0)
+    throw error(errc::invalid_argument, "spool: defer_period must be >= 0");
   if (cfg.keep_alive.count() < 0 || cfg.monitor_min_interval.count() <= 0 ||
       cfg.monitor_max_interval < cfg.monitor_min_interval) {
     throw error(
@@ -48,6 +52,18 @@ constexpr std::size_t k_bulk_notify = 64;
 std::uint32_t max_spinners_for(unsigned threads) {
   unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   return std::max(1u, std::min(threads, cpus) / 2);
+}
+
+std::atomic<std::uint32_t> cpus_override{0};  // scheduling_testing::set_cpus
+
+// The CPUs this process may run on: what crowding is measured against (core::crowded).
+std::uint32_t cpus_for_process() noexcept {
+  if (const std::uint32_t n = cpus_override.load(std::memory_order_relaxed)) return n;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    return static_cast<std::uint32_t>(std::max(1, CPU_COUNT(&set)));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 // Adds to a counter that only the calling thread writes: no read-modify-write. Release, so a
@@ -74,7 +90,10 @@ core::core(const config& cfg)
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
       slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0),
       parker_(max_threads_, max_spinners_for(min_threads_)),
-      workers_(new std::unique_ptr<worker>[max_threads_]) {
+      workers_(new std::unique_ptr<worker>[max_threads_]),
+      cpus_(cpus_for_process()),
+      keep_awake_(std::max<std::uint32_t>(1, cpus_ - 1)),
+      defer_(cfg_.defer_period.count() > 0 && max_threads_ <= cpus_) {
   for (unsigned i = 0; i < min_threads_; ++i) {
     if (std::error_code ec = grow(scale_event::cause::initial)) {
       stop_workers();
@@ -117,7 +136,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     } else if (std::error_code err = injector_.push(t, p, /*bypass_bound=*/true).error) {
       return refuse(w, t, err);
     }
-    parker_.notify_one();
+    notify_worker();
     return {};
   }
 
@@ -127,6 +146,11 @@ std::error_code core::submit(task* t, priority p) noexcept {
   }
 
   tally(nullptr, &counters::submitted, 1);
+  // A producer about to wait for room stops taking a core (see outside_sleeps).
+  if (cfg_.queue_capacity != 0 && injector_.size() >= cfg_.queue_capacity &&
+      (cfg_.on_full == full_policy::block || cfg_.on_full == full_policy::block_for)) {
+    outside_sleeps();
+  }
   auto [err, evicted] = injector_.push(t, p);
   if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
     evicted->cancel();
@@ -134,7 +158,8 @@ std::error_code core::submit(task* t, priority p) noexcept {
   }
   if (!err) {
     accepted_outside_.fetch_add(1, std::memory_order_relaxed);
-    parker_.notify_one();
+    note_outside();
+    notify_worker();
     return {};
   }
   if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
@@ -176,6 +201,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
   } else {
     add_owned(slot->entered, n);
     if (closed_after_barrier()) r.error = errc::shut_down;
+    note_outside();
   }
   ws_deque& deque = own ? w->deque : slot->deque;
   while (!r.error && r.accepted < n) {
@@ -195,7 +221,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     // end: the workers then run the batch while it is still being made (and while its tasks
     // are still in this core's cache), and one that emptied the deque and slept meanwhile is
     // woken again. A notify that finds a spinner or no sleeper costs a fence and two loads.
-    if (++r.accepted % k_bulk_notify == 1) parker_.notify_one();
+    if (++r.accepted % k_bulk_notify == 1) notify_worker();
   }
   if (const std::uint64_t refused = n - r.accepted; refused != 0) {
     rejected_.fetch_add(refused, std::memory_order_relaxed);
@@ -208,7 +234,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
   }
   if (r.accepted != 0) {
     if (!own) add_owned(slot->accepted, r.accepted);
-    parker_.notify_one();  // the woken worker passes the baton on (wake_for_surplus)
+    notify_worker();  // the woken worker passes the baton on (wake_for_surplus)
   }
   return r;
 }
@@ -236,8 +262,25 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
     return why;
   }
   add_owned(slot.accepted, 1);
-  parker_.notify_one();
+  note_outside();
+  notify_worker();
   return {};
+}
+
+bool core::note_progress(const worker& self) noexcept {
+  bool stuck = false;
+  for (const auto& w : workers()) {
+    const counters& c = w->stats;
+    const std::uint64_t finished = c.completed.load(std::memory_order_relaxed) +
+                                   c.failed.load(std::memory_order_relaxed) +
+                                   c.cancelled.load(std::memory_order_relaxed);
+    if (w.get() != &self && w->depth.load(std::memory_order_relaxed) != 0 &&
+        finished == w->progress_seen.load(std::memory_order_relaxed)) {
+      stuck = true;
+    }
+    w->progress_seen.store(finished, std::memory_order_relaxed);
+  }
+  return stuck;
 }
 
 bool core::closed_after_barrier() noexcept { return load_after_full_barrier(closed_) != 0; }
@@ -297,6 +340,7 @@ void core::notify_idle_waiters() noexcept {
 }
 
 void core::wait_quiescent() noexcept {
+  if (!is_own_worker()) outside_sleeps();
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
 #ifndef SPOOL_TSAN
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -461,6 +505,10 @@ void core::report_exception(std::exception_ptr e) noexcept {
     std::fputs("spool: a posted task threw a non-std::exception\n", stderr);
   }
 }
+
+namespace scheduling_testing {
+void set_cpus(std::uint32_t n) noexcept { cpus_override.store(n, std::memory_order_relaxed); }
+}  // namespace scheduling_testing
 
 void report_exception(core& owner, std::exception_ptr e) noexcept {
   owner.report_exception(std::move(e));

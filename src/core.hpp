@@ -78,6 +78,8 @@ struct worker {
   std::atomic<int> cpu_clock{k_no_clock};  // a clockid_t (thread CPU clocks are negative)
   static constexpr int k_no_clock = 0;     // CLOCK_REALTIME: never a thread's CPU clock
   std::atomic<int> tid{0};                 // the kernel's thread id, for /proc
+  // Tasks this worker had finished when the timed sleeper last looked (core::note_progress).
+  std::atomic<std::uint64_t> progress_seen{0};
 
   // Priority bookkeeping, owner only (core::find_task).
   std::uint32_t searches = 0;    // find_task calls, to look at low-priority aging now and then
@@ -126,6 +128,15 @@ class core {
 
   void report_exception(std::exception_ptr e) noexcept;
   parker& sleepers() noexcept { return parker_; }
+  // A thread outside the pool is about to sleep (a future, a group, wait_idle): it no longer
+  // takes a core, so work deferred on its account is handed to a sleeper now, not at the
+  // timed sleeper's next period (src/README.md, "Deferred wake-ups").
+  void outside_sleeps() noexcept;
+  // For tests: submissions that deferred their wake-up, and periods at which the timed
+  // sleeper took deferred work because nothing progressed or a CPU went unused.
+  std::uint64_t deferred_wakes() const noexcept { return parker_.deferred(); }
+  std::uint64_t rescues() const noexcept { return rescues_.load(std::memory_order_relaxed); }
+  bool timed_sleeper() const noexcept { return parker_.timed_listed(); }
   // config::spin_rounds: how long idle workers, and threads waiting on a future, poll first.
   unsigned spin_rounds() const noexcept { return cfg_.spin_rounds; }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
@@ -150,6 +161,34 @@ class core {
   bool spin(worker& w, Done done) noexcept;
   // Called by a worker that found a task after being idle: wakes one sleeper if more is queued.
   void wake_for_surplus() noexcept;
+  // Deferred wake-ups (src/README.md, "Deferred wake-ups").
+  // parker_.notify_one, deferring while the pool is crowded.
+  void notify_worker() noexcept {
+    parker_.notify_one([this] { return crowded(0); });
+  }
+  // A thread outside the pool submitted: it holds a core while it goes on submitting.
+  void note_outside() noexcept {
+    if (outside_active_.load(std::memory_order_relaxed) == 0) {
+      outside_active_.store(1, std::memory_order_relaxed);
+    }
+  }
+  // Whether waking one more worker would crowd the CPUs: deferral is on, an outside thread
+  // submitted lately, and the awake workers (not asleep, not in a blocking region, counting
+  // extra_asleep more as asleep) number keep_awake_ already.
+  bool crowded(std::uint32_t extra_asleep) const noexcept;
+  // Live workers neither asleep in the parker (nor extra_asleep more) nor in a blocking region.
+  std::uint32_t awake_workers(std::uint32_t extra_asleep) const noexcept;
+  // After a task: in a crowded pool with more workers awake than it needs (keep_awake_ and
+  // this one), w lists itself as a sleeper although work may be queued, and must then park
+  // (with the timed role if *timed). False: nothing was done.
+  bool retreat(worker& w, bool* timed) noexcept;
+  // Parks w, which holds the timed role, period after period while it decides to keep
+  // deferring. Returns whether a notifier chose it (parker::wake::searching).
+  bool sleep_timed(worker& w) noexcept;
+  // For the timed sleeper: notes each worker's finished count, and says whether a worker
+  // other than `self` was running a task throughout since the last note without finishing
+  // one (a task that blocks, or runs long).
+  bool note_progress(const worker& self) noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
   // shutdown(discard): cancels everything queued now, from the calling thread.
@@ -232,10 +271,30 @@ class core {
   std::mutex shutdown_mu_;  // serialises shutdown(); guards joined_
   bool joined_ = false;
 
+  // Deferred wake-ups: the CPUs this process may run on (sched_getaffinity, at construction),
+  // whether an outside thread submitted since the timed sleeper's last period, and how often
+  // that sleeper took deferred work.
+  const std::uint32_t cpus_;
+  // Awake workers that, with one outside thread, fill the CPUs: cpus_ - 1, but at least one
+  // (on one CPU, deferring to nobody would leave every task to the timed sleeper's period).
+  const std::uint32_t keep_awake_;
+  // Deferral is on: defer_period > 0 and no more threads than CPUs. A pool given more threads
+  // than CPUs was sized for tasks that block; keeping its workers asleep would undo that (and
+  // at 16 threads on 2 CPUs it made spool-bench empty 12% slower).
+  const bool defer_;
+  alignas(64) std::atomic<std::uint32_t> outside_active_{0};
+  std::atomic<std::uint64_t> rescues_{0};
+
   counters outside_;  // work done by threads outside the pool (read-modify-write)
   std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share
   std::atomic<std::uint64_t> rejected_{0};
 };
+
+namespace scheduling_testing {
+// For tests: pools created while this is non-zero take it as their CPU count, so that a test
+// can make a pool crowded on any machine. 0 restores sched_getaffinity's count.
+void set_cpus(std::uint32_t n) noexcept;
+}  // namespace scheduling_testing
 
 // The pool worker running on this thread, if any.
 worker* current_worker() noexcept;

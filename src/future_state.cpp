@@ -70,6 +70,7 @@ void state_base::wait_outside(const std::chrono::steady_clock::time_point* deadl
     if (ready()) return;
     for (int i = 0; i < 4; ++i) cpu_relax();
   }
+  owner_->outside_sleeps();
   std::uint32_t s = status_.load(std::memory_order_acquire);
   while ((s & k_ready) == 0) {
     if ((s & k_waited_outside) == 0) {

@@ -14,20 +14,46 @@ parker::parker(std::uint32_t seats, std::uint32_t max_spinners)
       sleeping_(new std::uint32_t[seats]),
       chosen_(new std::uint32_t[seats]) {}
 
-void parker::prepare(std::uint32_t seat) noexcept {
-  seat_state& s = seats_[seat];
+bool parker::prepare(std::uint32_t seat, bool want_timed) noexcept {
+  bool timed = false;
   {
     std::lock_guard lock(mu_);
-    s.word.store(k_asleep, std::memory_order_relaxed);
-    s.pos = depth_;
-    sleeping_[depth_++] = seat;
-    // A read-modify-write: the sleeper's half of the Dekker pairing with notify_one (announce,
-    // then look again); under the lock, so it always equals depth_ once the lock is free.
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    list_locked(seat, want_timed, &timed);
   }
 #ifndef SPOOL_TSAN
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
+  return timed;
+}
+
+bool parker::prepare_if_others_awake(std::uint32_t seat, std::uint32_t live, std::uint32_t keep,
+                                     bool* timed) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    // Of the live threads, depth_ are listed and this one is not: live - depth_ - 1 others
+    // stay out of the list.
+    if (live < depth_ + 1 + keep) return false;
+    list_locked(seat, true, timed);
+  }
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  return true;
+}
+
+void parker::list_locked(std::uint32_t seat, bool want_timed, bool* timed) noexcept {
+  seat_state& s = seats_[seat];
+  s.word.store(k_asleep, std::memory_order_relaxed);
+  s.pos = depth_;
+  sleeping_[depth_++] = seat;
+  // A read-modify-write: the sleeper's half of the Dekker pairing with notify_one (announce,
+  // then look again); under the lock, so it always equals depth_ once the lock is free.
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  *timed = want_timed && timed_seat_ == k_unlisted;
+  if (*timed) {
+    timed_seat_ = seat;
+    timed_listed_.exchange(1, std::memory_order_seq_cst);
+  }
 }
 
 void parker::unlist_locked(std::uint32_t seat) noexcept {
@@ -37,6 +63,12 @@ void parker::unlist_locked(std::uint32_t seat) noexcept {
   seats_[last].pos = at;
   seats_[seat].pos = k_unlisted;
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  if (seat == timed_seat_) {
+    // The role ends with the listing: a notifier that reads timed_listed_ as 0 from now on
+    // wakes as usual, and one that read 1 before this is seen by this seat's next look.
+    timed_seat_ = k_unlisted;
+    timed_listed_.exchange(0, std::memory_order_seq_cst);
+  }
 }
 
 bool parker::cancel(std::uint32_t seat) noexcept {
@@ -74,12 +106,17 @@ parker::wake parker::park_until(std::uint32_t seat,
   }
   // The deadline passed. Whoever holds the lock first decides: this sleeper leaves the list,
   // or a notifier already chose it (and set the word under the lock).
-  std::lock_guard lock(mu_);
-  if (seats_[seat].pos != k_unlisted) {
+  {
+    std::lock_guard lock(mu_);
+    if (seats_[seat].pos == k_unlisted) return woken_as(word.load(std::memory_order_relaxed));
     unlist_locked(seat);
-    return wake::timed_out;
   }
-  return woken_as(word.load(std::memory_order_relaxed));
+  // The caller looks for work next: the full barrier between leaving the list (and the timed
+  // role) and that look is the sleeper's half of the pairing with notify_one.
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  return wake::timed_out;
 }
 
 void parker::wake_one() noexcept {

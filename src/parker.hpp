@@ -43,7 +43,17 @@ class parker {
 
   // A worker that found no work calls prepare(seat), then looks for work (and any other
   // condition it waits for) once more, then either cancel()s (it found something) or parks.
-  void prepare(std::uint32_t seat) noexcept;
+  // With want_timed, the seat also takes the *timed role* if no listed sleeper holds it, and
+  // prepare() says whether it did: the holder must park with a deadline and, at each one,
+  // decide about the wake-ups deferred to it (src/README.md, "Deferred wake-ups"). The role
+  // ends when the seat leaves the list, however it leaves.
+  bool prepare(std::uint32_t seat, bool want_timed = false) noexcept;
+  // prepare(seat, true) for a worker that leaves work queued (core: a crowded pool's extra
+  // worker), done only if at least `keep` of `live` threads (this one included) would still
+  // be off the list after it; false, having done nothing, otherwise. Decided under the lock,
+  // so two workers cannot both leave counting on each other. *timed: as prepare's result.
+  bool prepare_if_others_awake(std::uint32_t seat, std::uint32_t live, std::uint32_t keep,
+                               bool* timed) noexcept;
   // Withdraws from the sleepers. Returns true if a notify_one() had already chosen this seat:
   // the caller then holds a spinner's count, which cancel() has given back, and it must take
   // the work it found or make sure someone will (core::wake_for_surplus).
@@ -55,21 +65,39 @@ class parker {
 
   // Called after making work visible. Costs a fence and two loads when a worker spins or
   // nobody sleeps; otherwise it takes the most recent sleeper off the list and wakes it.
-  void notify_one() noexcept {
+  // With a deferral test: wakes nobody, and returns false, if a sleeper holds the timed role
+  // and may_defer() says another awake worker would only crowd the cores; the timed sleeper
+  // then looks at its next deadline (its unlisting and this load pair like the rest).
+  template <class Defer>
+  bool notify_one(Defer may_defer) noexcept {
 #ifdef SPOOL_TSAN
-    if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return;
-    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
+    if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return true;
+    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return true;
+    if (timed_listed_.fetch_add(0, std::memory_order_seq_cst) != 0 && may_defer()) {
 #else
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (spinners_.load(std::memory_order_seq_cst) != 0) return;
-    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    if (spinners_.load(std::memory_order_seq_cst) != 0) return true;
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return true;
+    if (timed_listed_.load(std::memory_order_seq_cst) != 0 && may_defer()) {
 #endif
+      // A count for tests, kept without a read-modify-write (this is the submitter's path):
+      // concurrent notifiers may lose increments, never make it zero.
+      deferred_.store(deferred_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return false;
+    }
     wake_one();
+    return true;
+  }
+  void notify_one() noexcept {
+    notify_one([] { return false; });
   }
   // Wakes every sleeper: shutdown, and a future completing that a worker sleeps on.
   void notify_all() noexcept;
 
   std::uint32_t sleepers() const noexcept { return sleepers_.load(std::memory_order_relaxed); }
+  // Whether a listed sleeper holds the timed role; and how many notify_one calls deferred.
+  bool timed_listed() const noexcept { return timed_listed_.load(std::memory_order_relaxed) != 0; }
+  std::uint64_t deferred() const noexcept { return deferred_.load(std::memory_order_relaxed); }
 
  private:
   // A seat's word: what its sleeper futex-waits on.
@@ -84,6 +112,7 @@ class parker {
   };
 
   void wake_one() noexcept;
+  void list_locked(std::uint32_t seat, bool want_timed, bool* timed) noexcept;
   void unlist_locked(std::uint32_t seat) noexcept;  // takes a listed seat off sleeping_
   wake woken_as(std::uint32_t word) const noexcept {
     return word == k_searching ? wake::searching : wake::woken;
@@ -95,12 +124,16 @@ class parker {
   std::mutex mu_;
   std::unique_ptr<std::uint32_t[]> sleeping_;  // guarded by mu_
   std::uint32_t depth_ = 0;                    // guarded by mu_
+  std::uint32_t timed_seat_ = k_unlisted;      // the listed seat holding the timed role; mu_
   // notify_all's list of the seats it chose, to wake after releasing mu_.
   std::mutex all_mu_;
   std::unique_ptr<std::uint32_t[]> chosen_;  // guarded by all_mu_
   // depth_, changed under mu_ and read without it: the notifier's half of the Dekker pairing.
   alignas(64) std::atomic<std::uint32_t> sleepers_{0};
+  // timed_seat_ != k_unlisted, mirrored the same way (0 or 1); changes with sleepers_.
+  std::atomic<std::uint32_t> timed_listed_{0};
   alignas(64) std::atomic<std::uint32_t> spinners_{0};
+  alignas(64) std::atomic<std::uint64_t> deferred_{0};
 };
 
 }  // namespace spool::detail

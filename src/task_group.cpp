@@ -265,6 +265,7 @@ class group_target final : public wait_target {
 
 bool wait_outside(group_state& g, std::uint64_t generation,
                   const std::chrono::steady_clock::time_point* deadline) noexcept {
+  g.owner().outside_sleeps();
   g.outside_waiters.fetch_add(1, std::memory_order_seq_cst);
   bool drained = false;
   for (;;) {

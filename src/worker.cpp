@@ -86,12 +86,28 @@ void core::worker_main(worker& w) noexcept {
     }
     if (found != nullptr) {
       take(found);
+      // A crowded pool's extra worker leaves the queued work to the others and sleeps (see
+      // retreat); work it leaves is deferred work, which a timed sleeper watches.
+      bool timed = false;
+      if (retreat(w, &timed)) {
+        go_idle();
+        notify_idle_waiters();
+        if (terminate_.load(std::memory_order_seq_cst)) {
+          parker_.cancel(w.index);
+          continue;
+        }
+        searching = timed ? sleep_timed(w) : parker_.park(w.index) == parker::wake::searching;
+      }
       continue;
     }
     if (!was_idle) go_idle();
     if (spin(w, [] { return false; })) continue;
+    // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
+    // retires. At or below it sleeps without a timeout (an idle pool makes no wake-ups), or,
+    // holding the timed role while the pool is crowded, period by period (sleep_timed).
+    const bool may_retire = elastic_ && live_.load(std::memory_order_relaxed) > min_threads_;
     // The parker's protocol: announce, look once more, then sleep (src/README.md).
-    parker_.prepare(w.index);
+    const bool timed = parker_.prepare(w.index, !may_retire && crowded(1));
     // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
     notify_idle_waiters();
     if (terminate_.load(std::memory_order_seq_cst)) {
@@ -103,9 +119,11 @@ void core::worker_main(worker& w) noexcept {
       take(t);
       continue;
     }
-    // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
-    // retires. At or below it sleeps without a timeout: an idle pool makes no wake-ups.
-    if (!elastic_ || live_.load(std::memory_order_relaxed) <= min_threads_) {
+    if (timed) {
+      searching = sleep_timed(w);
+      continue;
+    }
+    if (!may_retire) {
       searching = parker_.park(w.index) == parker::wake::searching;
       continue;
     }
@@ -273,7 +291,7 @@ ws_deque::steal_result core::take_from_slot(worker& w, producer_slot& slot) noex
   // The run was out of sight between the CAS on the slot and the fill: a worker that looked
   // then saw neither and may have gone to sleep. Making the batch visible is a submission
   // like any other for the parking protocol (src/README.md, "Parking and waking").
-  if (count > 1) parker_.notify_one();
+  if (count > 1) notify_worker();
   return {count > 0 ? run[0] : nullptr, retry};
 }
 
@@ -312,7 +330,79 @@ void core::wake_for_surplus() noexcept {
   // This worker just went from idle to busy. Submissions made while it spun woke nobody, so
   // if more work is queued than the task it took, pass the baton to one sleeper (which does
   // the same in turn): parallelism ramps up one wake-up per task, not one per submission.
-  if (has_work()) parker_.notify_one();
+  if (has_work()) notify_worker();
+}
+
+bool core::crowded(std::uint32_t extra_asleep) const noexcept {
+  if (!defer_ || outside_active_.load(std::memory_order_relaxed) == 0) return false;
+  return awake_workers(extra_asleep) >= keep_awake_;
+}
+
+bool core::retreat(worker& w, bool* timed) noexcept {
+  // Cheap tests first: this runs after every task.
+  if (!defer_ || max_threads_ <= keep_awake_ ||
+      outside_active_.load(std::memory_order_relaxed) == 0) {
+    return false;
+  }
+  if (awake_workers(0) <= keep_awake_ || !w.deque.empty()) return false;
+  if (elastic_ && live_.load(std::memory_order_relaxed) > min_threads_) return false;
+  const std::uint32_t live = live_.load(std::memory_order_relaxed);
+  const std::uint32_t blocked = blocked_.load(std::memory_order_relaxed);
+  return live > blocked &&
+         parker_.prepare_if_others_awake(w.index, live - blocked, keep_awake_, timed);
+}
+
+std::uint32_t core::awake_workers(std::uint32_t extra_asleep) const noexcept {
+  const std::uint32_t idle =
+      parker_.sleepers() + extra_asleep + blocked_.load(std::memory_order_relaxed);
+  const std::uint32_t live = live_.load(std::memory_order_relaxed);
+  return live > idle ? live - idle : 0;
+}
+
+bool core::sleep_timed(worker& w) noexcept {
+  // Entered listed, holding the timed role, after the protocol's last look. Each period ends
+  // with this worker off the list and the role free (park_until); it then either leaves (to
+  // the worker loop, which looks for work, takes it or parks again by the usual protocol) or
+  // takes the role again for one more period. Deferred work is never left without a timed
+  // sleeper: a notifier defers only while one is listed, and every period that ends with
+  // work queued either takes it or re-lists a timed sleeper before sleeping again.
+  (void)note_progress(w);
+  for (;;) {
+    const auto deadline = std::chrono::steady_clock::now() + cfg_.defer_period;
+    const parker::wake how = parker_.park_until(w.index, deadline);
+    if (how != parker::wake::timed_out) return how == parker::wake::searching;
+    // Whether an outside thread submitted during the period (and clear it for the next).
+    const bool outside = outside_active_.exchange(0, std::memory_order_relaxed) != 0;
+    const bool stuck = note_progress(w);
+    const bool queued = has_work();
+    // Nothing to defer for: no outside thread took a core this period, or too few workers
+    // are awake to crowd it.
+    if (!outside || awake_workers(1) < keep_awake_) return false;
+    // A worker ran one task for the whole period: it may be blocked, and the work queued
+    // behind it must not wait for it.
+    if (queued && stuck) {
+      rescues_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    // One more period. Queued work was seen above and is deferred to this sleeper's next
+    // period: no last look (it would take the work). With nothing queued, the usual last look.
+    if (!parker_.prepare(w.index, true)) {  // another sleeper took the role meanwhile
+      parker_.cancel(w.index);
+      return false;
+    }
+    if (terminate_.load(std::memory_order_seq_cst) || (!queued && has_work())) {
+      parker_.cancel(w.index);
+      return false;
+    }
+  }
+}
+
+void core::outside_sleeps() noexcept {
+  if (outside_active_.load(std::memory_order_relaxed) != 0) {
+    outside_active_.store(0, std::memory_order_relaxed);
+  }
+  // Work may have been deferred while this thread took a core: hand it to a sleeper now.
+  if (parker_.timed_listed() && has_work()) parker_.notify_one();
 }
 
 void core::execute(worker* w, task* t) noexcept {

@@ -276,8 +276,10 @@ void find_max_rates(const options& o, results& out, const pc_params& base) {
                          }};
       }
     });
-    // One search per peer and consumer count: --repeat does not apply (a search is ~10 probes).
-    out.add(measure_point("pc", variant, c, m, std::move(cs), 1));
+    // A search is ~10 probes, so one per peer and consumer count unless --repeat asks for
+    // more; then the searches are interleaved across peers like any repeat, and the table
+    // shows their median and range (one search moves a lot on a shared machine).
+    out.add(measure_point("pc", variant, c, m, std::move(cs), o.repeat_given ? o.repeat : 1));
   }
 }
 
@@ -314,7 +316,7 @@ const experiment& pc_experiment() {
       "--find-max searches, for each C in 1..max(--threads), the highest stable send rate with\n"
       "each consumer's receive rate equal to it (as in the post), by doubling from --rate then\n"
       "bisection to within 10%; an unstable probe is tried twice before it counts (a busy\n"
-      "machine can only make a probe fail); one search per peer and C, --repeat does not apply.\n"
+      "machine can only make a probe fail); one search per peer and C, or --repeat N of them.\n"
       "\n"
       "options:\n"
       "  --rate R        send rate, items/s (default 1000000; --tiny 200000; --find-max: start, "

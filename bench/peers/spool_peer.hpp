@@ -23,6 +23,8 @@ class spool_peer {
 
   // config::spin_rounds for the pools made from here on (spool-bench --spin-rounds).
   static inline unsigned spin_rounds = spool::config{}.spin_rounds;
+  // config::defer_period likewise (spool-bench --defer-period).
+  static inline std::chrono::microseconds defer_period = spool::config{}.defer_period;
 
   template <class F>
   void post(F&& f) {
@@ -62,6 +64,7 @@ class spool_peer {
     cfg.threads = threads;
     cfg.name = "bench";
     cfg.spin_rounds = spin_rounds;
+    cfg.defer_period = defer_period;
     return cfg;
   }
   spool::pool pool_;

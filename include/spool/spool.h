@@ -86,6 +86,7 @@ typedef struct spool_config {
   unsigned monitor_min_interval_us; /* starvation checks while busy: from this... */
   unsigned monitor_max_interval_us; /* ...backing off to this */
   unsigned aging_ms;                /* priority aging; 0 = strict priorities */
+  unsigned defer_period_us;         /* deferred wake-ups (spool::config); 0 = off */
   /* Told of every thread start and retirement (may be NULL). */
   void (*on_scale)(const spool_scale_event* event, void* arg);
   void* on_scale_arg;

@@ -116,6 +116,17 @@ struct config {
   // the default; with 0, two futex wake-ups per round trip, 20 us at about 0.8 cores).
   // 0 sleeps at once.
   unsigned spin_rounds = 64;
+  // Deferred wake-ups. While a thread outside the pool keeps submitting and the awake workers
+  // plus that thread already fill the CPUs this process may use, a submission does not wake
+  // another worker: the extra thread would only take a core from the submitter or from the
+  // worker running its tasks. One sleeper then parks with this period instead of for good and
+  // at each period takes the queued work if no task finished in it or the process left a CPU
+  // unused (a task blocked, the submitter went to sleep), so a deferred task waits at most
+  // about one period behind a stalled worker. An idle pool keeps no such sleeper. Only pools
+  // with no more threads (max_threads) than CPUs defer: more threads than CPUs is a choice
+  // for tasks that block. 0 turns deferral off: every submission that finds the workers busy
+  // and one asleep wakes it.
+  std::chrono::microseconds defer_period = std::chrono::milliseconds(1);
 };
 
 // A snapshot of the pool's counters. Each field is read atomically, but the fields are not

@@ -126,6 +126,7 @@ static void test_config_defaults(void) {
   CHECK_EQ(cfg.block_timeout_ms, 1000);
   CHECK(cfg.name == NULL || strcmp(cfg.name, "spool") == 0);
   CHECK_EQ(cfg.spin_rounds, 64);
+  CHECK_EQ(cfg.defer_period_us, 1000);
 }
 
 /* The codes are the documented numbers; spool_strerror gives a distinct non-empty text for
