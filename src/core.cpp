@@ -270,10 +270,7 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
 bool core::note_progress(const worker& self) noexcept {
   bool stuck = false;
   for (const auto& w : workers()) {
-    const counters& c = w->stats;
-    const std::uint64_t finished = c.completed.load(std::memory_order_relaxed) +
-                                   c.failed.load(std::memory_order_relaxed) +
-                                   c.cancelled.load(std::memory_order_relaxed);
+    const std::uint64_t finished = w->stats.finished(std::memory_order_relaxed);
     if (w.get() != &self && w->depth.load(std::memory_order_relaxed) != 0 &&
         finished == w->progress_seen.load(std::memory_order_relaxed)) {
       stuck = true;
@@ -309,14 +306,10 @@ bool core::quiescent() const noexcept {
   // Finished first, then submitted. Each task is counted submitted before it can be counted
   // finished, and accepted tasks are never uncounted, so equal sums mean that at the moment
   // the finished counters were read, every accepted task had finished (src/README.md).
-  auto finished_in = [](const counters& c) {
-    return c.completed.load(std::memory_order_acquire) + c.failed.load(std::memory_order_acquire) +
-           c.cancelled.load(std::memory_order_acquire);
-  };
   // A slot created after the finished loop read created_ has counted nothing yet that the
   // submitted loop could see finished: its counters start at zero, like its thread's work.
-  std::uint64_t finished = finished_in(outside_);
-  for (const auto& w : workers()) finished += finished_in(w->stats);
+  std::uint64_t finished = outside_.finished(std::memory_order_acquire);
+  for (const auto& w : workers()) finished += w->stats.finished(std::memory_order_acquire);
   std::uint64_t submitted = outside_.submitted.load(std::memory_order_acquire);
   for (const auto& w : workers()) submitted += w->stats.submitted.load(std::memory_order_acquire);
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
@@ -340,7 +333,7 @@ void core::notify_idle_waiters() noexcept {
 }
 
 void core::wait_quiescent() noexcept {
-  if (!is_own_worker()) outside_sleeps();
+  outside_sleeps();  // only outside threads get here: wait_idle and shutdown refuse workers
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
 #ifndef SPOOL_TSAN
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -35,6 +35,11 @@ struct counters {
   std::atomic<std::uint64_t> failed{0};
   std::atomic<std::uint64_t> cancelled{0};
   std::atomic<std::uint64_t> stolen{0};
+
+  // Tasks that left through execute() or drop(): completed + failed + cancelled.
+  std::uint64_t finished(std::memory_order order) const noexcept {
+    return completed.load(order) + failed.load(order) + cancelled.load(order);
+  }
 };
 
 // Something a worker can wait on while it helps: a future's state, a task group. The waker

@@ -46,14 +46,16 @@ void parker::list_locked(std::uint32_t seat, bool want_timed, bool* timed) noexc
   s.word.store(k_asleep, std::memory_order_relaxed);
   s.pos = depth_;
   sleeping_[depth_++] = seat;
-  // A read-modify-write: the sleeper's half of the Dekker pairing with notify_one (announce,
-  // then look again); under the lock, so it always equals depth_ once the lock is free.
-  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  // The role first: a reader without the lock that sees this seat counted in sleepers_ also
+  // sees its role (tests tell "parked without the role" from "parking with it" this way).
   *timed = want_timed && timed_seat_ == k_unlisted;
   if (*timed) {
     timed_seat_ = seat;
     timed_listed_.exchange(1, std::memory_order_seq_cst);
   }
+  // A read-modify-write: the sleeper's half of the Dekker pairing with notify_one (announce,
+  // then look again); under the lock, so it always equals depth_ once the lock is free.
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void parker::unlist_locked(std::uint32_t seat) noexcept {

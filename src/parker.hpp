@@ -65,28 +65,27 @@ class parker {
 
   // Called after making work visible. Costs a fence and two loads when a worker spins or
   // nobody sleeps; otherwise it takes the most recent sleeper off the list and wakes it.
-  // With a deferral test: wakes nobody, and returns false, if a sleeper holds the timed role
-  // and may_defer() says another awake worker would only crowd the cores; the timed sleeper
-  // then looks at its next deadline (its unlisting and this load pair like the rest).
+  // With a deferral test: wakes nobody if a sleeper holds the timed role and may_defer() says
+  // another awake worker would only crowd the cores; the timed sleeper then looks at its next
+  // deadline (its unlisting and this load pair like the rest).
   template <class Defer>
-  bool notify_one(Defer may_defer) noexcept {
+  void notify_one(Defer may_defer) noexcept {
 #ifdef SPOOL_TSAN
-    if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return true;
-    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return true;
+    if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return;
+    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
     if (timed_listed_.fetch_add(0, std::memory_order_seq_cst) != 0 && may_defer()) {
 #else
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (spinners_.load(std::memory_order_seq_cst) != 0) return true;
-    if (sleepers_.load(std::memory_order_seq_cst) == 0) return true;
+    if (spinners_.load(std::memory_order_seq_cst) != 0) return;
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
     if (timed_listed_.load(std::memory_order_seq_cst) != 0 && may_defer()) {
 #endif
       // A count for tests, kept without a read-modify-write (this is the submitter's path):
       // concurrent notifiers may lose increments, never make it zero.
       deferred_.store(deferred_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      return false;
+      return;
     }
     wake_one();
-    return true;
   }
   void notify_one() noexcept {
     notify_one([] { return false; });

@@ -344,12 +344,14 @@ bool core::retreat(worker& w, bool* timed) noexcept {
       outside_active_.load(std::memory_order_relaxed) == 0) {
     return false;
   }
-  if (awake_workers(0) <= keep_awake_ || !w.deque.empty()) return false;
-  if (elastic_ && live_.load(std::memory_order_relaxed) > min_threads_) return false;
   const std::uint32_t live = live_.load(std::memory_order_relaxed);
   const std::uint32_t blocked = blocked_.load(std::memory_order_relaxed);
-  return live > blocked &&
-         parker_.prepare_if_others_awake(w.index, live - blocked, keep_awake_, timed);
+  if (elastic_ && live > min_threads_) return false;
+  // Not in a blocking region; more of them awake than keep_awake_ (this one included), as a
+  // first look without the lock; then decided under it.
+  if (live <= blocked || live - blocked <= parker_.sleepers() + keep_awake_) return false;
+  if (!w.deque.empty()) return false;
+  return parker_.prepare_if_others_awake(w.index, live - blocked, keep_awake_, timed);
 }
 
 std::uint32_t core::awake_workers(std::uint32_t extra_asleep) const noexcept {

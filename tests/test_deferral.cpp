@@ -72,6 +72,7 @@ void crowd(spool::pool& pool, const spool_test::gate& release) {
     ran.wait();
     for (;;) {
       if (c.timed_sleeper()) return;
+      // Counted as a sleeper without the role (the parker sets the role before the count).
       if (c.sleepers().sleepers() == 1 && !c.timed_sleeper()) break;  // parked, role lapsed
       std::this_thread::yield();
     }
