@@ -51,8 +51,10 @@ struct pc_outcome {
 };
 
 // The consumer side: each thread that runs an item of this run takes a slot of its own (its
-// throttle and its count) the first time; the slots are padded so consumers share no line.
-class consumers {
+// throttle and its count) the first time; the slots are padded so consumers share no line, and
+// the object is aligned so that its fields, which every item reads, share none with the
+// producer's per-item writes on the stack around it.
+class alignas(64) consumers {
  public:
   explicit consumers(double rate) : rate_(rate), slots_(std::make_unique<slot[]>(max_slots)) {}
 
@@ -134,7 +136,12 @@ class reporter {
 template <class P>
 pc_outcome run_pc(P& peer, const pc_params& p) {
   consumers cons(p.recv_rate);
-  std::atomic<std::int64_t> sent{0};
+  // Written by the producer at every item: on a line of its own, never one that the consumers
+  // read at every item (as `cons` is, beside it on this stack).
+  struct alignas(64) {
+    std::atomic<std::int64_t> n{0};
+  } sent_line;
+  std::atomic<std::int64_t>& sent = sent_line.n;
   pc_outcome out;
   const double cpu0 = usage_now().cpu_s;
   const auto start = steady::now();
