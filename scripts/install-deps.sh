@@ -38,6 +38,7 @@ PACKAGES=(
   chromium         # headless browser tests of the guestbook and the dashboard
   chromium-driver  # WebDriver for those tests
   clang            # libFuzzer build of the request-parser fuzz target
+  libclang-rt-dev  # that build's libFuzzer and ASan runtimes (a recommend of clang's, not pulled in)
   wrk              # spool-bench http: the load generator
   siege            # spool-bench siege: the paper's load generator
   nginx            # spool-bench http: the reference server
