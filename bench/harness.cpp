@@ -357,9 +357,10 @@ std::vector<row> measure_point(std::string_view experiment, std::string_view lab
                                unsigned threads, const metric& m, std::vector<contender> contenders,
                                int repeat) {
   std::vector<row> rows;
-  for (const contender& c : contenders)
-    rows.push_back(
-        row{std::string(experiment), c.variant, c.peer, threads, m, c.not_available, {}, {}});
+  for (const contender& c : contenders) {
+    const unsigned t = c.threads != 0 ? c.threads : threads;
+    rows.push_back(row{std::string(experiment), c.variant, c.peer, t, m, c.not_available, {}, {}});
+  }
   for (int rep = 1; rep <= repeat; ++rep) {
     progress("%.*s %.*s threads=%u: repeat %d/%d", static_cast<int>(experiment.size()),
              experiment.data(), static_cast<int>(label.size()), label.data(), threads, rep, repeat);
@@ -367,7 +368,7 @@ std::vector<row> measure_point(std::string_view experiment, std::string_view lab
       const contender& c = contenders[i];
       if (!c.not_available.empty()) continue;
       const std::string what = std::string(experiment) + " '" + c.variant + "' on " + c.peer +
-                               " with " + std::to_string(threads) + " threads";
+                               " with " + std::to_string(rows[i].threads) + " threads";
       if (the_watchdog) the_watchdog->arm(what);
       rows[i].samples.push_back(in_children && !c.in_process ? measured_in_child(what, c.run)
                                                              : c.run());

@@ -88,6 +88,8 @@ struct contender {
   // Measured in spool-bench's own process even by default: for a run that must change state
   // the caller keeps (see server_contenders), and that starts no peer's runtime here.
   bool in_process = false;
+  // The pool size this contender measures, when a point holds several (0: the point's own).
+  unsigned threads = 0;
 };
 contender not_available(std::string variant, std::string_view peer, std::string_view why);
 

@@ -272,22 +272,29 @@ void find_max_rates(const options& o, results& out, const pc_params& base) {
   const std::string variant = recv_follows_send
                                   ? "find-max, recv = send each"
                                   : "find-max, recv " + human(base.recv_rate) + "/s each";
+  // Every consumer count is one point of the run, so that its repeats interleave the counts
+  // as well as the peers: the searches whose rates are compared (one consumer against two)
+  // then run side by side rather than minutes apart, while the machine's speed drifts.
+  std::vector<contender> cs;
   for (unsigned c = 1; c <= o.max_threads(); ++c) {
-    std::vector<contender> cs;
     append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
-      if constexpr (!P::no_outside_producer.empty()) {
-        return not_available(variant, P::name, P::no_outside_producer);
-      } else {
-        return contender{variant, std::string(P::name), {}, [=] {
-                           return find_max<P>(c, base, recv_follows_send);
-                         }};
-      }
+      contender one = [&] {
+        if constexpr (!P::no_outside_producer.empty()) {
+          return not_available(variant, P::name, P::no_outside_producer);
+        } else {
+          return contender{variant, std::string(P::name), {}, [=] {
+                             return find_max<P>(c, base, recv_follows_send);
+                           }};
+        }
+      }();
+      one.threads = c;
+      return one;
     });
-    // A search is ~10 probes, so one per peer and consumer count unless --repeat asks for
-    // more; then the searches are interleaved across peers like any repeat, and the table
-    // shows their median and range (one search moves a lot on a shared machine).
-    out.add(measure_point("pc", variant, c, m, std::move(cs), o.repeat_given ? o.repeat : 1));
   }
+  // A search is ~10 probes, so one per peer and consumer count unless --repeat asks for more;
+  // then the table shows their median and range (one search moves a lot on a shared machine).
+  out.add(measure_point("pc", variant, o.max_threads(), m, std::move(cs),
+                        o.repeat_given ? o.repeat : 1));
 }
 
 void run(const options& o, results& out) {
@@ -323,7 +330,8 @@ const experiment& pc_experiment() {
       "--find-max searches, for each C in 1..max(--threads), the highest stable send rate with\n"
       "each consumer's receive rate equal to it (as in the post), by doubling from --rate then\n"
       "bisection to within 10%; an unstable probe is tried twice before it counts (a busy\n"
-      "machine can only make a probe fail); one search per peer and C, or --repeat N of them.\n"
+      "machine can only make a probe fail); one search per peer and C, or --repeat N of them,\n"
+      "each repeat searching for every C and peer in turn.\n"
       "\n"
       "options:\n"
       "  --rate R        send rate, items/s (default 1000000; --tiny 200000; --find-max: start, "
