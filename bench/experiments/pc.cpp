@@ -136,12 +136,7 @@ class reporter {
 template <class P>
 pc_outcome run_pc(P& peer, const pc_params& p) {
   consumers cons(p.recv_rate);
-  // Written by the producer at every item: on a line of its own, never one that the consumers
-  // read at every item (as `cons` is, beside it on this stack).
-  struct alignas(64) {
-    std::atomic<std::int64_t> n{0};
-  } sent_line;
-  std::atomic<std::int64_t>& sent = sent_line.n;
+  std::atomic<std::int64_t> sent{0};
   pc_outcome out;
   const double cpu0 = usage_now().cpu_s;
   const auto start = steady::now();
@@ -277,19 +272,17 @@ void find_max_rates(const options& o, results& out, const pc_params& base) {
   // then run side by side rather than minutes apart, while the machine's speed drifts.
   std::vector<contender> cs;
   for (unsigned c = 1; c <= o.max_threads(); ++c) {
+    const std::size_t first = cs.size();
     append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
-      contender one = [&] {
-        if constexpr (!P::no_outside_producer.empty()) {
-          return not_available(variant, P::name, P::no_outside_producer);
-        } else {
-          return contender{variant, std::string(P::name), {}, [=] {
-                             return find_max<P>(c, base, recv_follows_send);
-                           }};
-        }
-      }();
-      one.threads = c;
-      return one;
+      if constexpr (!P::no_outside_producer.empty()) {
+        return not_available(variant, P::name, P::no_outside_producer);
+      } else {
+        return contender{variant, std::string(P::name), {}, [=] {
+                           return find_max<P>(c, base, recv_follows_send);
+                         }};
+      }
     });
+    for (std::size_t i = first; i < cs.size(); ++i) cs[i].threads = c;
   }
   // A search is ~10 probes, so one per peer and consumer count unless --repeat asks for more;
   // then the table shows their median and range (one search moves a lot on a shared machine).
