@@ -4,10 +4,19 @@
 // submitting thread's own (a submitter that is preempted or makes system calls shows here).
 // Also how many tasks were still queued when the last post returned, and how long the wait
 // for them (the tail) took: a backlog means the workers, not the submitter, set the pace.
+// And, measured just before each repeat, what one cache line's round trip between the first
+// two CPUs the process may use costs: on a VM the host may move its virtual CPUs between
+// placements (this project's machine switches between about 60 and 350 ns every few hundred
+// milliseconds), and every cross-CPU hand-off of the repeat pays that price.
 //
 //   spool-post-burst [THREADS [N [REPEATS [bulk]]]]     (defaults 2 1000000 10)
-#include <spool/spool.hpp>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <spool/spool.hpp>
+
+#include <atomic>
+#include <thread>
 
 #include <chrono>
 #include <cstdio>
@@ -22,6 +31,55 @@ double cpu_seconds(const rusage& r) {
 }
 double sys_seconds(const rusage& r) {
   return static_cast<double>(r.ru_stime.tv_sec) + static_cast<double>(r.ru_stime.tv_usec) * 1e-6;
+}
+
+// Nanoseconds per round trip of one cache line between two threads pinned to the first two
+// CPUs of the process's affinity mask, over 20,000 trips; 0 with fewer than two CPUs.
+double cross_cpu_round_trip_ns() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return 0;
+  int cpu[2];
+  for (int c = 0, found = 0; found < 2; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpu[found++] = c;
+  }
+  auto pin = [&](int c) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  };
+  constexpr int trips = 20000;
+  // Spins, but yields now and then: if pinning failed and both threads share a CPU, each
+  // trip then costs a yield instead of a time slice.
+  auto wait_for = [](const std::atomic<int>& word, int value) {
+    for (unsigned spins = 1; word.load(std::memory_order_acquire) != value; ++spins) {
+      if (spins % 1024 == 0) std::this_thread::yield();
+    }
+  };
+  alignas(64) std::atomic<int> ball{0};  // odd: the echo's turn; even: the pitcher's
+  std::thread echo([&] {
+    pin(cpu[1]);
+    for (int i = 0; i < trips; ++i) {
+      wait_for(ball, 2 * i + 1);
+      ball.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  // The measuring side runs on a thread of its own too, so that the caller's affinity stays.
+  double ns = 0;
+  std::thread pitcher([&] {
+    pin(cpu[0]);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < trips; ++i) {
+      ball.store(2 * i + 1, std::memory_order_release);
+      wait_for(ball, 2 * i + 2);
+    }
+    ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        trips;
+  });
+  pitcher.join();
+  echo.join();
+  return ns;
 }
 
 }  // namespace
@@ -40,13 +98,14 @@ int main(int argc, char** argv) {
   std::printf(
       "M tasks/s,process cores,process voluntary cs,process involuntary cs,"
       "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
-      "queued after posting,tail ms\n");
+      "queued after posting,tail ms,cross-CPU round trip ns\n");
   for (int r = 0; r < repeats; ++r) {
     spool::config cfg;
     cfg.threads = threads;
     spool::pool pool(cfg);
     pool.post([] {});
     pool.wait_idle();  // threads started and parked before the clock starts
+    const double round_trip_ns = cross_cpu_round_trip_ns();
     rusage p0, t0;
     getrusage(RUSAGE_SELF, &p0);
     getrusage(RUSAGE_THREAD, &t0);
@@ -65,12 +124,12 @@ int main(int argc, char** argv) {
     rusage p1, t1;
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
-    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f\n",
+    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f,%.0f\n",
                 static_cast<double>(n) / wall / 1e6, (cpu_seconds(p1) - cpu_seconds(p0)) / wall,
                 p1.ru_nvcsw - p0.ru_nvcsw, p1.ru_nivcsw - p0.ru_nivcsw,
                 (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
                 (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw,
-                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms);
+                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms, round_trip_ns);
   }
   return 0;
 }
