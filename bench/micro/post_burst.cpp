@@ -16,12 +16,11 @@
 #include <spool/spool.hpp>
 
 #include <atomic>
-#include <thread>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace {
 
@@ -42,7 +41,7 @@ double cross_cpu_round_trip_ns() {
   for (int c = 0, found = 0; found < 2; ++c) {
     if (CPU_ISSET(c, &allowed)) cpu[found++] = c;
   }
-  auto pin = [&](int c) {
+  auto pin = [](int c) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(c, &one);
