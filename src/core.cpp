@@ -66,12 +66,6 @@ std::uint32_t cpus_for_process() noexcept {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Adds to a counter that only the calling thread writes: no read-modify-write. Release, so a
-// reader that sees a later count also sees what came before it (quiescent()).
-void add_owned(std::atomic<std::uint64_t>& c, std::uint64_t delta) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
-}
-
 template <class Field>
 std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& outside,
                   Field field) {

@@ -42,6 +42,12 @@ struct counters {
   }
 };
 
+// Adds to a counter that only the calling thread writes: no read-modify-write. Release, so a
+// reader that sees a later count also sees what came before it (core::quiescent).
+inline void add_owned(std::atomic<std::uint64_t>& c, std::uint64_t delta) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+}
+
 // Something a worker can wait on while it helps: a future's state, a task group. The waker
 // (whoever makes done() true) must call the pool's parker notify_all() if a worker is armed;
 // arm() and the waker's check pair like the parker (each side writes, then reads the other's
@@ -99,6 +105,8 @@ struct worker {
   std::thread thread;
 };
 
+class range_ticket;
+
 class core {
  public:
   explicit core(const config& cfg);  // starts the workers; throws spool::error(errc::system)
@@ -112,6 +120,12 @@ class core {
   // Submits n tasks made by make(context, i), in order, stopping at the first that cannot be
   // made (null: no_memory) or is refused. See pool::try_post_bulk.
   bulk_result submit_bulk(std::size_t n, task* (*make)(void*, std::size_t), void* context) noexcept;
+
+  // Range submissions (pool::try_post_n; src/range.cpp). takes_ranges(): whether one from
+  // the calling thread goes in whole (it is a worker of this pool, or has a producer slot).
+  // submit_range takes ownership of job and submits all of it, or frees it and says why not.
+  bool takes_ranges() noexcept;
+  bulk_result submit_range(range_job* job) noexcept;
 
   std::error_code wait_idle() noexcept;
   void close() noexcept;
@@ -196,6 +210,18 @@ class core {
   bool note_progress(const worker& self) noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
+  // The calling thread's worker if it is one of this pool's, else null.
+  worker* own_worker() const noexcept;
+  // Range tickets (src/range.cpp, whose header comment gives the invariants).
+  friend class range_ticket;
+  outcome run_ticket(range_ticket& t) noexcept;
+  // Leaves a new ticket of t's job, owning one more index, in w's deque. False if none was
+  // left (no index left, no deque, or no memory: then its index ran here).
+  bool leave_ticket(range_ticket& t, worker* w) noexcept;
+  // Runs job's indices [lo, hi) and counts them for w (null: the outsiders' counters).
+  void run_chunk(range_job& job, worker* w, std::size_t lo, std::size_t hi) noexcept;
+  // Drops a ticket's reference; the last one frees the job and counts what was never claimed.
+  void release_job(range_job& job, worker* w) noexcept;
   // shutdown(discard): cancels everything queued now, from the calling thread.
   void drop_queued() noexcept;
   // Cancels t and counts it as dropped (w: the counting worker, or null for any other thread).

@@ -26,6 +26,12 @@ bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::
   return core_->submit_bulk(n, make, context);
 }
 
+bool pool::takes_ranges() const noexcept { return core_->takes_ranges(); }
+
+bulk_result pool::enqueue_range(detail::range_job* job) noexcept {
+  return core_->submit_range(job);
+}
+
 void pool::throw_if_partial(const bulk_result& r) {
   if (!r.error) return;
   throw error(static_cast<errc>(r.error.value()),

@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <cstddef>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -31,6 +32,13 @@ class omp_peer {
     std::decay_t<F> fn(std::forward<F>(f));
 #pragma omp task firstprivate(fn)
     fn();
+  }
+  // OpenMP's bulk task creation: a taskloop of n iterations calling f(i), inside
+  // run_and_wait() (libgomp's default splits it into about one task per thread).
+  template <class F>
+  void bulk(std::size_t n, const F& f) {
+#pragma omp taskloop
+    for (std::size_t i = 0; i < n; ++i) f(i);
   }
   template <class F>
   void run_and_wait(F&& f) {

@@ -30,9 +30,10 @@ class spool_peer {
   void post(F&& f) {
     pool_.post(std::forward<F>(f));
   }
-  // spool's bulk submission: n tasks calling f(i), one wake-up for the batch.
+  // spool's bulk submission: n tasks calling f(i), submitted in one call (pool.post_n: the
+  // workers share one copy of f and take the indices in chunks). Inside run_and_wait().
   template <class F>
-  void post_n(std::size_t n, const F& f) {
+  void bulk(std::size_t n, const F& f) {
     pool_.post_n(n, f);
   }
   template <class F>

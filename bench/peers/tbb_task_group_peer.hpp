@@ -2,9 +2,11 @@
 #pragma once
 
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
+#include <cstddef>
 #include <string_view>
 #include <utility>
 
@@ -35,6 +37,12 @@ class tbb_task_group_peer {
   template <class F>
   void post(F&& f) {
     group_.run(std::forward<F>(f));
+  }
+  // oneTBB's bulk form: parallel_for over [0, n) calling f(i) (auto_partitioner: the range
+  // is split among the arena's threads as they steal), inside run_and_wait().
+  template <class F>
+  void bulk(std::size_t n, const F& f) {
+    tbb::parallel_for(std::size_t{0}, n, [&f](std::size_t i) { f(i); });
   }
   template <class F>
   void run_and_wait(F&& f) {

@@ -229,6 +229,14 @@ class pool {
     };
     return enqueue_bulk(static_cast<std::size_t>(std::distance(first, last)), make, &first);
   }
+  //
+  // post_n on a pool that takes it in one piece (from a worker, or from outside an unbounded
+  // pool) copies f once and the workers share that copy: they call it at the same time,
+  // through a const reference, taking the indices in chunks, so the cost per task is a call
+  // (src/range.cpp). The batch takes one place in the queue: its tasks start in index order
+  // on each worker, and a task submitted after the batch may start before the batch's last
+  // chunk does. A callable that cannot be called as const goes in as n tasks, each with a
+  // copy of its own.
   template <class F>
   [[nodiscard]] bulk_result try_post_n(std::size_t n, const F& f) noexcept {
     auto make = [](void* fn, std::size_t i) noexcept -> detail::task* {
@@ -239,7 +247,19 @@ class pool {
         return nullptr;
       }
     };
-    return enqueue_bulk(n, make, const_cast<void*>(static_cast<const void*>(&f)));
+    void* context = const_cast<void*>(static_cast<const void*>(&f));
+    if constexpr (std::is_invocable_v<const F&, std::size_t>) {
+      if (n > 1 && takes_ranges()) {
+        detail::range_job* job;
+        try {
+          job = new detail::range_job_of<F>(n, f);
+        } catch (...) {
+          return {0, errc::no_memory};
+        }
+        return enqueue_range(job);
+      }
+    }
+    return enqueue_bulk(n, make, context);
   }
   // As above; throws spool::error if not every task was accepted (the first
   // bulk_result::accepted were; the message says how many).
@@ -284,6 +304,10 @@ class pool {
   bulk_result enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
                            void* context) noexcept;
   static void throw_if_partial(const bulk_result& r);
+  // Whether a range submission from this thread would go in as one piece (see try_post_n).
+  bool takes_ranges() const noexcept;
+  // Takes ownership of job: submits it whole, or frees it and reports why not.
+  bulk_result enqueue_range(detail::range_job* job) noexcept;
 
   template <class F>
   struct call_with_index {

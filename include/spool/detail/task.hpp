@@ -2,7 +2,9 @@
 // Internal: users never name these types.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <utility>
@@ -80,6 +82,57 @@ class post_task final : public task {
 
  private:
   F fn_;
+};
+
+// The shared part of a range submission (pool::post_n): the n calls f(0) .. f(n-1), which
+// the workers take in chunks through small tasks ("tickets") that point here. Each ticket
+// holds one reference and one index of its own; the scheduling is in src/range.cpp, whose
+// header comment gives the invariants.
+class range_job {
+ public:
+  explicit range_job(std::size_t n) noexcept : size(n) {}
+  range_job(const range_job&) = delete;
+  range_job& operator=(const range_job&) = delete;
+
+  // Calls f(i) for i in [lo, hi), in order. Returns how many of the calls threw; each
+  // exception has gone to the pool's handler.
+  virtual std::size_t run(core& owner, std::size_t lo, std::size_t hi) noexcept = 0;
+  // Frees the job and its callable. Called once, by the holder of the last reference.
+  virtual void destroy() noexcept = 0;
+
+  const std::size_t size;
+  // Set by the pool before the first ticket is visible, constant after.
+  core* owner = nullptr;
+  std::uint32_t width = 1;  // tickets that may run at once (src/range.cpp)
+  std::atomic<std::uint32_t> refs{1};
+  // The first index no ticket has claimed yet; may pass `size` by nothing (claims stop there).
+  alignas(64) std::atomic<std::size_t> next{0};
+
+ protected:
+  ~range_job() = default;
+};
+
+template <class F>
+class range_job_of final : public range_job {
+ public:
+  range_job_of(std::size_t n, const F& fn) : range_job(n), fn_(fn) {}
+
+  std::size_t run(core& owner, std::size_t lo, std::size_t hi) noexcept override {
+    std::size_t failed = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      try {
+        fn_(i);
+      } catch (...) {
+        ++failed;
+        report_exception(owner, std::current_exception());
+      }
+    }
+    return failed;
+  }
+  void destroy() noexcept override { delete this; }
+
+ private:
+  const F fn_;  // called from several workers at once, through a const reference
 };
 
 }  // namespace spool::detail
