@@ -1,6 +1,9 @@
 // c_api.cpp: the C API (spool.h) over detail::core.
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "c_task.hpp"
@@ -108,6 +111,25 @@ int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, si
                       size_t* accepted) {
   if (accepted != nullptr) *accepted = 0;
   if (pool == nullptr || fn == nullptr || (args == nullptr && n != 0)) return SPOOL_EINVAL;
+  // From a worker or a thread with a producer slot, as one range submission (src/range.cpp):
+  // the workers share the function and a copy of args, and take the indices in chunks.
+  if (n > 1 && pool->core.takes_ranges()) {
+    struct calls {
+      void (*fn)(void*);
+      std::unique_ptr<void*[]> args;
+      void operator()(std::size_t i) const { fn(args[i]); }
+    };
+    std::unique_ptr<void*[]> copy(new (std::nothrow) void*[n]);
+    spool::detail::range_job* job = nullptr;
+    if (copy != nullptr) {
+      std::copy(args, args + n, copy.get());
+      job = new (std::nothrow) spool::detail::range_job_of<calls>(n, calls{fn, std::move(copy)});
+    }
+    if (job == nullptr) return SPOOL_ENOMEM;
+    const spool::bulk_result r = pool->core.submit_range(job);
+    if (accepted != nullptr) *accepted = r.accepted;
+    return to_c(r.error);
+  }
   struct batch {
     void (*fn)(void*);
     void* const* args;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "stress_scale.hpp"
@@ -291,12 +292,18 @@ TEST(Bulk, PostNRacingDiscardLosesNothing) {
   }
 }
 
-TEST(Bulk, CApi) {
+// A C API pool of `threads` workers, or null if it could not be made.
+spool_pool* c_pool(unsigned threads) {
   spool_config cfg;
   spool_config_init(&cfg);
-  cfg.threads = 2;
+  cfg.threads = threads;
   spool_pool* pool = nullptr;
-  ASSERT_EQ(spool_create(&cfg, &pool), SPOOL_OK);
+  return spool_create(&cfg, &pool) == SPOOL_OK ? pool : nullptr;
+}
+
+TEST(Bulk, CApi) {
+  spool_pool* pool = c_pool(2);
+  ASSERT_NE(pool, nullptr);
   std::atomic<int> slots[64] = {};
   void* args[64];
   for (int i = 0; i < 64; ++i) args[i] = &slots[i];
@@ -320,6 +327,38 @@ TEST(Bulk, CApi) {
                 pool, [](void*) {}, args, 64, &accepted),
             SPOOL_ESHUTDOWN);
   EXPECT_EQ(accepted, 0u);
+  ASSERT_EQ(spool_destroy(pool), SPOOL_OK);
+}
+
+// The C API's batch from outside an unbounded pool goes in whole: args is copied at
+// submission (the caller may reuse its array at once), and every task runs once.
+TEST(Bulk, CApiBatchCopiesArgs) {
+  spool_pool* pool = c_pool(2);
+  ASSERT_NE(pool, nullptr);
+  std::latch started(2), release(1);
+  auto hold = [](void* a) {
+    auto* l = static_cast<std::pair<std::latch*, std::latch*>*>(a);
+    l->first->count_down();
+    l->second->wait();
+  };
+  std::pair<std::latch*, std::latch*> latches{&started, &release};
+  ASSERT_EQ(spool_submit(pool, hold, &latches), SPOOL_OK);
+  ASSERT_EQ(spool_submit(pool, hold, &latches), SPOOL_OK);
+  started.wait();  // both workers are held: nothing of the batch can run yet
+  constexpr std::size_t n = 10000;
+  std::vector<std::atomic<int>> hits(n);
+  std::vector<void*> args(n);
+  for (std::size_t i = 0; i < n; ++i) args[i] = &hits[i];
+  std::size_t accepted = 0;
+  ASSERT_EQ(spool_submit_bulk(
+                pool, [](void* a) { static_cast<std::atomic<int>*>(a)->fetch_add(1); }, args.data(),
+                n, &accepted),
+            SPOOL_OK);
+  EXPECT_EQ(accepted, n);
+  std::fill(args.begin(), args.end(), nullptr);  // the pool has its own copy
+  release.count_down();
+  ASSERT_EQ(spool_wait_idle(pool), SPOOL_OK);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
   ASSERT_EQ(spool_destroy(pool), SPOOL_OK);
 }
 

@@ -124,10 +124,12 @@ int spool_submit(spool_pool* pool, void (*fn)(void*), void* arg);
  * called (from the thread that drops it) instead of fn. on_cancel may be NULL. */
 int spool_submit_ex(spool_pool* pool, void (*fn)(void*), void* arg, void (*on_cancel)(void*));
 
-/* Queues fn(args[0]) ... fn(args[n-1]) as n tasks (a bulk submission: from outside an
- * unbounded pool, or from a worker, one shutdown check and one wake-up for the batch). Stops
- * at the first refusal and returns its code; *accepted (may be NULL) receives how many were
- * queued, a prefix of args. */
+/* Queues fn(args[0]) ... fn(args[n-1]) as n tasks (a bulk submission). From outside an
+ * unbounded pool, or from a worker, the batch goes in whole: args is copied, and the workers
+ * share the batch, taking its indices in chunks, so a task costs a call of fn; its tasks start
+ * in index order on each worker. Elsewhere (a bounded pool) each task meets the bound on its
+ * own. Stops at the first refusal and returns its code; *accepted (may be NULL) receives how
+ * many were queued, a prefix of args (all or none for a batch that goes in whole). */
 int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, size_t n,
                       size_t* accepted);
 

@@ -115,7 +115,8 @@ class range_job {
 template <class F>
 class range_job_of final : public range_job {
  public:
-  range_job_of(std::size_t n, const F& fn) : range_job(n), fn_(fn) {}
+  template <class G>
+  range_job_of(std::size_t n, G&& fn) : range_job(n), fn_(std::forward<G>(fn)) {}
 
   std::size_t run(core& owner, std::size_t lo, std::size_t hi) noexcept override {
     std::size_t failed = 0;
