@@ -292,6 +292,32 @@ TEST(Bulk, PostNRacingDiscardLosesNothing) {
   }
 }
 
+// A batch's calls may wait inside (help-while-wait): on one worker, each call's child runs
+// while the call waits for it.
+TEST(Bulk, PostNCallsMayWaitInside) {
+  spool::pool pool{pool_config(1)};
+  std::atomic<std::size_t> sum{0};
+  pool.post_n(200, [&](std::size_t i) { sum.fetch_add(pool.submit([i] { return i; }).get()); });
+  pool.wait_idle();
+  EXPECT_EQ(sum.load(), 199u * 200 / 2);
+}
+
+// Calls that block (in a blocking_region) on an elastic pool get compensating threads, and
+// the batch's tickets reach them: all 8 calls run at once on a pool that starts with 1.
+TEST(Bulk, PostNBlockingCallsRunTogetherOnAnElasticPool) {
+  spool::config cfg;
+  cfg.min_threads = 1;
+  cfg.max_threads = 8;
+  spool::pool pool{cfg};
+  std::latch all_running(8);
+  pool.post_n(8, [&](std::size_t) {
+    spool::blocking_region blocking;
+    all_running.arrive_and_wait();  // returns only once all 8 calls run at the same time
+  });
+  pool.wait_idle();
+  EXPECT_GE(pool.statistics().threads_started, 8u);
+}
+
 // A C API pool of `threads` workers, or null if it could not be made.
 spool_pool* c_pool(unsigned threads) {
   spool_config cfg;
