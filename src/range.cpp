@@ -22,7 +22,7 @@
 // The indices a ticket claims in chunks it counts itself, after running them. So:
 //  - every index is counted once: as a ticket's own index, in a chunk, or (below) unclaimed;
 //  - while any ticket is alive, its own index is uncounted, so the pool is not quiescent:
-//    nothing waits for idle while the job (and the callable in it) still exists.
+//    wait_idle() and shutdown() cannot return while the job (and the callable in it) exists.
 // The last ticket to let go of the job (refs) counts whatever nobody claimed as cancelled.
 // That is only ever non-zero after a discarding shutdown began: until then a ticket stops
 // claiming only when none are left, or after leaving a fresh ticket (which holds a reference).
@@ -201,8 +201,7 @@ outcome core::run_ticket(range_ticket& t) noexcept {
 void core::release_job(range_job& job, worker* w) noexcept {
   // acq_rel: every ticket's claims and calls happen before the last one's read and free.
   if (job.refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  const std::size_t unclaimed =
-      job.size - std::min(job.next.load(std::memory_order_relaxed), job.size);
+  const std::size_t unclaimed = job.size - job.next.load(std::memory_order_relaxed);
   job.destroy();
   if (unclaimed != 0) {  // a discarding shutdown stopped the claims
     dropped_.fetch_add(unclaimed, std::memory_order_relaxed);

@@ -229,7 +229,6 @@ class pool {
     };
     return enqueue_bulk(static_cast<std::size_t>(std::distance(first, last)), make, &first);
   }
-  //
   // post_n on a pool that takes it in one piece (from a worker, or from outside an unbounded
   // pool) copies f once and the workers share that copy: they call it at the same time,
   // through a const reference, taking the indices in chunks, so the cost per task is a call

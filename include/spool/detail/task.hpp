@@ -105,7 +105,7 @@ class range_job {
   core* owner = nullptr;
   std::uint32_t width = 1;  // tickets that may run at once (src/range.cpp)
   std::atomic<std::uint32_t> refs{1};
-  // The first index no ticket has claimed yet; may pass `size` by nothing (claims stop there).
+  // The first index no ticket has claimed yet; never above `size`.
   alignas(64) std::atomic<std::size_t> next{0};
 
  protected:
