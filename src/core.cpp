@@ -106,10 +106,12 @@ core::core(const config& cfg)
 
 core::~core() = default;
 
-bool core::is_own_worker() const noexcept {
+worker* core::own_worker() const noexcept {
   worker* w = current_worker();
-  return w != nullptr && &w->owner == this;
+  return w != nullptr && &w->owner == this ? w : nullptr;
 }
+
+bool core::is_own_worker() const noexcept { return own_worker() != nullptr; }
 
 std::error_code core::submit(task* t, priority p) noexcept {
   // Each path counts the submission (in exactly one counter) before the task becomes visible,
@@ -169,8 +171,8 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
                               void* context) noexcept {
   bulk_result r;
   if (n == 0) return r;
-  worker* w = current_worker();
-  const bool own = w != nullptr && &w->owner == this;
+  worker* w = own_worker();
+  const bool own = w != nullptr;
   producer_slot* slot = own ? nullptr : slots_.mine();
   if (!own && slot == nullptr) {
     // Through the injector (a bounded pool, or more outside threads than slots): each task
@@ -186,17 +188,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     return r;
   }
 
-  // Counted for the whole batch before any task is visible (quiescence, as in submit()); what
-  // does not go in is uncounted at the end. For a slot, the closed check follows the count
-  // with a full barrier, once for the batch (see submit_to_slot).
-  if (own) {
-    tally(w, &counters::submitted, n);
-    if (discarding_.load(std::memory_order_acquire)) r.error = errc::shut_down;
-  } else {
-    add_owned(slot->entered, n);
-    if (closed_after_barrier()) r.error = errc::shut_down;
-    note_outside();
-  }
+  r.error = enter_batch(w, slot, n);
   ws_deque& deque = own ? w->deque : slot->deque;
   while (!r.error && r.accepted < n) {
     task* t = make(context, r.accepted);
@@ -218,19 +210,36 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     if (++r.accepted % k_bulk_notify == 1) notify_worker();
   }
   if (const std::uint64_t refused = n - r.accepted; refused != 0) {
-    rejected_.fetch_add(refused, std::memory_order_relaxed);
-    if (own) {
-      tally(w, &counters::submitted, 0 - refused);
-    } else {
-      add_owned(slot->entered, 0 - refused);
-    }
-    notify_idle_waiters();  // the undone count may be what makes the pool quiescent
+    leave_batch(w, slot, refused);
   }
   if (r.accepted != 0) {
     if (!own) add_owned(slot->accepted, r.accepted);
     notify_worker();  // the woken worker passes the baton on (wake_for_surplus)
   }
   return r;
+}
+
+std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n) noexcept {
+  // Counted for the whole batch before any task is visible (quiescence, as in submit()). For a
+  // slot, the closed check follows the count with a full barrier, once for the batch (see
+  // submit_to_slot).
+  if (w != nullptr) {
+    tally(w, &counters::submitted, n);
+    return discarding_.load(std::memory_order_acquire) ? errc::shut_down : std::error_code{};
+  }
+  add_owned(slot->entered, n);
+  note_outside();
+  return closed_after_barrier() ? errc::shut_down : std::error_code{};
+}
+
+void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept {
+  rejected_.fetch_add(refused, std::memory_order_relaxed);
+  if (w != nullptr) {
+    tally(w, &counters::submitted, 0 - refused);
+  } else {
+    add_owned(slot->entered, 0 - refused);
+  }
+  notify_idle_waiters();  // the undone count may be what makes the pool quiescent
 }
 
 std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {

@@ -226,6 +226,11 @@ class core {
   void drop_queued() noexcept;
   // Cancels t and counts it as dropped (w: the counting worker, or null for any other thread).
   void drop(worker* w, task* t) noexcept;
+  // A batch of n from w (this pool's worker) or else into slot: counted as submitted before
+  // any of it is visible, then the closed check (shut_down if refused whole). leave_batch
+  // undoes the count of the `refused` that did not go in.
+  std::error_code enter_batch(worker* w, producer_slot* slot, std::size_t n) noexcept;
+  void leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept;
   // Submission from outside the pool into the calling thread's own slot.
   std::error_code submit_to_slot(producer_slot& slot, task* t) noexcept;
   // Whether close() has been called; read after a full barrier (see submit_to_slot).

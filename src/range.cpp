@@ -88,11 +88,6 @@ class range_ticket final : public task {
   const bool spawner_;     // the submitted ticket: spreads the others when it first runs
 };
 
-worker* core::own_worker() const noexcept {
-  worker* w = current_worker();
-  return w != nullptr && &w->owner == this ? w : nullptr;
-}
-
 bool core::takes_ranges() noexcept { return own_worker() != nullptr || slots_.mine() != nullptr; }
 
 bulk_result core::submit_range(range_job* job) noexcept {
@@ -111,16 +106,8 @@ bulk_result core::submit_range(range_job* job) noexcept {
     job->destroy();
     return {0, errc::no_memory};
   }
-  // Counted before the ticket is visible, with the same closed check as one submission
-  // (core::submit, core::submit_to_slot).
-  std::error_code why;
-  if (w != nullptr) {
-    tally(w, &counters::submitted, n);
-    if (discarding_.load(std::memory_order_acquire)) why = errc::shut_down;
-  } else {
-    add_owned(slot->entered, n);
-    if (closed_after_barrier()) why = errc::shut_down;
-  }
+  // All n counted before the ticket is visible, as for any batch.
+  std::error_code why = enter_batch(w, slot, n);
   if (!why) {
     try {
       (w != nullptr ? w->deque : slot->deque).push(first);
@@ -130,19 +117,10 @@ bulk_result core::submit_range(range_job* job) noexcept {
   }
   if (why) {
     first->destroy();
-    rejected_.fetch_add(n, std::memory_order_relaxed);
-    if (w != nullptr) {
-      tally(w, &counters::submitted, 0 - n);
-    } else {
-      add_owned(slot->entered, 0 - n);
-    }
-    notify_idle_waiters();  // the undone count may be what makes the pool quiescent
+    leave_batch(w, slot, n);
     return {0, why};
   }
-  if (slot != nullptr) {
-    add_owned(slot->accepted, n);
-    note_outside();
-  }
+  if (slot != nullptr) add_owned(slot->accepted, n);
   notify_worker();
   return {n, {}};
 }

@@ -15,29 +15,31 @@ namespace bench {
 
 namespace {
 
+// Times submit() (run inside the peer's run_and_wait) and the wait for the n tasks it makes.
 // The tasks count themselves (task_tally), so the check costs no shared cache line.
-template <class P>
-sample fire_and_forget(P& peer, std::uint64_t n) {
+template <class P, class Submit>
+sample timed_batch(P& peer, std::uint64_t n, const char* variant, Submit submit) {
   task_tally::reset();
   const auto t0 = steady::now();
-  peer.run_and_wait([&] {
+  peer.run_and_wait(submit);
+  const double s = seconds_since(t0);
+  check(task_tally::total() == n, std::string(P::name) + ": empty " + variant + " lost tasks");
+  return {static_cast<double>(n) / s, {}};
+}
+
+template <class P>
+sample fire_and_forget(P& peer, std::uint64_t n) {
+  return timed_batch(peer, n, "fire-and-forget", [&] {
     for (std::uint64_t i = 0; i < n; ++i) peer.post([] { task_tally::hit(); });
   });
-  const double s = seconds_since(t0);
-  check(task_tally::total() == n, std::string(P::name) + ": empty fire-and-forget lost tasks");
-  return {static_cast<double>(n) / s, {}};
 }
 
 // The bulk form: one call submits all n (spool: pool.post_n; oneTBB: parallel_for; OpenMP:
 // taskloop). Peers without such a call are shown as n/a.
 template <class P>
 sample bulk(P& peer, std::uint64_t n) {
-  task_tally::reset();
-  const auto t0 = steady::now();
-  peer.run_and_wait([&] { peer.bulk(n, [](std::size_t) { task_tally::hit(); }); });
-  const double s = seconds_since(t0);
-  check(task_tally::total() == n, std::string(P::name) + ": empty bulk lost tasks");
-  return {static_cast<double>(n) / s, {}};
+  return timed_batch(peer, n, "bulk",
+                     [&] { peer.bulk(n, [](std::size_t) { task_tally::hit(); }); });
 }
 
 constexpr std::string_view no_bulk = "no call that submits a batch: each task is one post";
