@@ -65,7 +65,7 @@ void results::add(std::vector<row> rows) {
 }
 
 std::optional<double> results::ratio_vs_spool(const row& r) const {
-  if (r.peer == "spool" || !r.ran()) return std::nullopt;
+  if (r.peer == "spool" || r.reference || !r.ran()) return std::nullopt;
   for (const row& s : rows_) {
     if (s.peer != "spool" || !s.ran() || s.experiment != r.experiment || s.variant != r.variant ||
         s.threads != r.threads)

@@ -40,6 +40,9 @@ struct row {
   std::vector<sample> samples;
   // Figures computed from medians after the runs (e.g. speedup over std::sort).
   std::vector<std::pair<std::string, double>> derived;
+  // A reference measured beside the peers that is not a pool (fib's ideal schedule): shown
+  // without a ratio against spool.
+  bool reference = false;
 
   bool ran() const { return not_available.empty() && !samples.empty(); }
   summary value() const;
