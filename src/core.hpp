@@ -19,6 +19,7 @@
 #include "parker.hpp"
 #include "producer_slots.hpp"
 #include "spool/detail/future_state.hpp"
+#include "spool/detail/join_task.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/spool.hpp"
 #include "stolen_batch.hpp"
@@ -48,6 +49,12 @@ inline void add_owned(std::atomic<std::uint64_t>& c, std::uint64_t delta) noexce
   c.store(c.load(std::memory_order_relaxed) + delta, std::memory_order_release);
 }
 
+// The same for a 32-bit count that only the calling thread writes, relaxed (worker::depth).
+inline void add_owned32(std::atomic<std::uint32_t>& c, int delta) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(delta),
+          std::memory_order_relaxed);
+}
+
 // Something a worker can wait on while it helps: a future's state, a task group. The waker
 // (whoever makes done() true) must call the pool's parker notify_all() if a worker is armed;
 // arm() and the waker's check pair like the parker (each side writes, then reads the other's
@@ -63,6 +70,19 @@ class wait_target {
 
  protected:
   ~wait_target() = default;
+};
+
+// A wait_target for a future's state or a fork's half (join_task): both are ready() once,
+// for good, so arm() is mark_waited_by_worker() and there is nothing to withdraw.
+template <class T>
+class waitable final : public wait_target {
+ public:
+  explicit waitable(T& t) noexcept : t_(t) {}
+  bool done() const noexcept override { return t_.ready(); }
+  bool arm() noexcept override { return t_.mark_waited_by_worker(); }
+
+ private:
+  T& t_;
 };
 
 // A worker slot. Slots are created on demand up to max_threads and live as long as the pool;
@@ -140,6 +160,10 @@ class core {
   // worker of this pool. Returns until.done().
   bool help_until(wait_target& until,
                   const std::chrono::steady_clock::time_point* deadline) noexcept;
+
+  // Fork/join on w, the calling worker of this pool: left(left_context) here, `right` from w's
+  // deque (src/join.cpp). Returns whether right ran; false if it was refused or dropped.
+  bool fork_join(worker& w, join_task& right, join_call left, void* left_context) noexcept;
 
   // A worker of this pool enters or leaves a blocking_region (see spool.hpp).
   void enter_blocking(worker& w) noexcept;

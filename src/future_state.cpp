@@ -12,21 +12,6 @@
 #include "futex.hpp"
 
 namespace spool::detail {
-namespace {
-
-// A future's state as something a worker helps while waiting for. The ready bit is set once
-// and never cleared, so the worker's flag needs no withdrawing.
-class future_target final : public wait_target {
- public:
-  explicit future_target(state_base& s) noexcept : s_(s) {}
-  bool done() const noexcept override { return s_.ready(); }
-  bool arm() noexcept override { return s_.mark_waited_by_worker(); }
-
- private:
-  state_base& s_;
-};
-
-}  // namespace
 
 void state_base::complete() noexcept {
   const std::uint32_t old = status_.exchange(k_ready, std::memory_order_seq_cst);
@@ -43,7 +28,7 @@ void state_base::wait() noexcept {
   if (ready()) return;
   worker* w = current_worker();
   if (w != nullptr && &w->owner == owner_) {
-    future_target target(*this);
+    waitable<state_base> target(*this);
     owner_->help_until(target, nullptr);
   } else {
     wait_outside(nullptr);
@@ -54,7 +39,7 @@ bool state_base::wait_until(std::chrono::steady_clock::time_point deadline) noex
   if (ready()) return true;
   worker* w = current_worker();
   if (w != nullptr && &w->owner == owner_) {
-    future_target target(*this);
+    waitable<state_base> target(*this);
     return owner_->help_until(target, &deadline);
   }
   wait_outside(&deadline);

@@ -23,11 +23,6 @@ thread_local worker* tls_worker = nullptr;
 // machine; see core::spin).
 constexpr unsigned k_pause_rounds = 8;
 
-inline void bump32(std::atomic<std::uint32_t>& c, int by) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(by),
-          std::memory_order_relaxed);
-}
-
 void name_thread(const std::string& prefix, unsigned index) noexcept {
   std::string name = prefix + "-" + std::to_string(index);
   name.resize(std::min<std::size_t>(name.size(), 15));  // the kernel's limit
@@ -412,9 +407,9 @@ void core::execute(worker* w, task* t) noexcept {
     drop(w, t);
     return;
   }
-  if (w != nullptr) bump32(w->depth, +1);
+  if (w != nullptr) add_owned32(w->depth, +1);
   const outcome how = t->run(*this);
-  if (w != nullptr) bump32(w->depth, -1);
+  if (w != nullptr) add_owned32(w->depth, -1);
   tally(w,
         how == outcome::completed ? &counters::completed
         : how == outcome::failed  ? &counters::failed

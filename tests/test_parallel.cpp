@@ -1,7 +1,8 @@
-// parallel_for, parallel_reduce and parallel_sort (spool/parallel.hpp): each against the
-// sequential result over sizes around every threshold and many input shapes; reduce's operand
-// order; exceptions; nested calls from inside tasks; one-thread pools; a pool that refuses or
-// drops the algorithm's tasks; and a randomized stress of parallel_sort.
+// parallel_invoke, parallel_for, parallel_reduce and parallel_sort (spool/parallel.hpp): each
+// against the sequential result over sizes around every threshold and many input shapes;
+// reduce's operand order; exceptions; nested calls from inside tasks; one-thread pools; forks
+// taken back and stolen; a pool that refuses or drops the algorithm's tasks; and a randomized
+// stress of parallel_sort.
 #include <gtest/gtest.h>
 
 #include <spool/parallel.hpp>
@@ -57,6 +58,205 @@ struct in_flight_guard {
   in_flight_guard& operator=(const in_flight_guard&) = delete;
   std::atomic<int>& n_;
 };
+
+// ---------------------------------------------------------------------------------------------
+// parallel_invoke
+
+int fib_invoke(spool::pool& p, int n) {
+  if (n < 2) return n;
+  int a = 0, b = 0;
+  spool::parallel_invoke(
+      p, [&] { a = fib_invoke(p, n - 1); }, [&] { b = fib_invoke(p, n - 2); });
+  return a + b;
+}
+
+int plain_calls = 0;
+void plain_function() { ++plain_calls; }
+
+// Two to nine calls, each run exactly once, from outside and nested inside a task, on one
+// thread and more; callables of every kind: lvalues, rvalues, const, mutable, a function, one
+// that returns a value (discarded).
+TEST(ParallelInvoke, RunsEveryCallOnce) {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    SCOPED_TRACE(threads);
+    spool::pool p{pool_config(threads)};
+    std::array<std::atomic<int>, 9> runs{};
+    auto hit = [&](int i) { return [&runs, i] { ++runs[static_cast<std::size_t>(i)]; }; };
+    auto check_and_clear = [&](int count) {
+      for (int i = 0; i < 9; ++i) {
+        EXPECT_EQ(runs[static_cast<std::size_t>(i)].exchange(0), i < count ? 1 : 0) << i;
+      }
+    };
+    for (bool nested : {false, true}) {
+      SCOPED_TRACE(nested);
+      auto in_place = [&](auto&& body) {
+        if (nested) {
+          p.submit(body).get();
+        } else {
+          body();
+        }
+      };
+      in_place([&] { spool::parallel_invoke(p, hit(0), hit(1)); });
+      check_and_clear(2);
+      in_place([&] { spool::parallel_invoke(p, hit(0), hit(1), hit(2)); });
+      check_and_clear(3);
+      in_place([&] {
+        spool::parallel_invoke(p, hit(0), hit(1), hit(2), hit(3), hit(4), hit(5), hit(6), hit(7),
+                               hit(8));
+      });
+      check_and_clear(9);
+
+      const auto constant = hit(0);
+      int counter = 0;
+      auto mutating = [&runs, counter]() mutable {
+        ++counter;
+        ++runs[1];
+      };
+      auto returning = [&runs] { return ++runs[2]; };
+      plain_calls = 0;
+      in_place([&] { spool::parallel_invoke(p, constant, mutating, returning, plain_function); });
+      check_and_clear(3);
+      EXPECT_EQ(plain_calls, 1);
+    }
+    EXPECT_EQ(p.submit([&p] { return fib_invoke(p, 18); }).get(), 2584);
+    EXPECT_EQ(p.statistics().failed, 0u);
+  }
+}
+
+// Each fork is a task: counted as submitted and completed, on one thread taken back from the
+// worker's own deque (never stolen), so wait_idle() sees a quiescent pool after the call.
+TEST(ParallelInvoke, ForksAreCountedAsTasks) {
+  spool::pool p{pool_config(1)};
+  const int worker = p.submit([] { return spool::this_worker_index(); }).get();
+  p.wait_idle();
+  const spool::stats before = p.statistics();
+  std::atomic<int> on_worker{0};
+  auto here = [&] { on_worker += spool::this_worker_index() == worker; };
+  p.submit([&] { spool::parallel_invoke(p, here, here, here, here); }).get();
+  p.wait_idle();
+  const spool::stats after = p.statistics();
+  EXPECT_EQ(on_worker.load(), 4);
+  // The outer task and three forks (four calls: the first of each split runs in place).
+  EXPECT_EQ(after.submitted - before.submitted, 4u);
+  EXPECT_EQ(after.completed - before.completed, 4u);
+  EXPECT_EQ(after.stolen, before.stolen);
+}
+
+// A fork another worker steals: the left call waits until the right one has started on the
+// other worker, so the steal is certain; the right one then waits at a gate that the test
+// opens, so the forking worker finds its half gone and helps or sleeps until it finishes.
+// Repeated, the gate opens before and after the forking worker has gone to sleep.
+TEST(ParallelInvoke, StolenHalfIsJoined) {
+  spool::pool p{pool_config(2)};
+  for (int round = 0; round < stress_iterations(200); ++round) {
+    std::latch right_started(1);
+    gate finish;
+    int left_worker = -1, right_worker = -1;
+    bool right_done = false;
+    std::thread opener([&] {
+      right_started.wait();
+      finish.open();
+    });
+    p.submit([&] {
+       spool::parallel_invoke(
+           p,
+           [&] {
+             left_worker = spool::this_worker_index();
+             right_started.wait();
+           },
+           [&] {
+             right_worker = spool::this_worker_index();
+             right_started.count_down();
+             finish.wait();
+             right_done = true;
+           });
+       EXPECT_TRUE(right_done);  // the join saw the stolen half finish
+     }).get();
+    opener.join();
+    ASSERT_NE(left_worker, right_worker) << "round " << round;
+  }
+  EXPECT_GT(p.statistics().stolen, 0u);
+}
+
+// Exceptions: from the call run in place, from a half taken back and from a stolen half; the
+// first propagates once every started call has returned, and the pool stays usable.
+TEST(ParallelInvoke, ExceptionsPropagateAfterEveryStartedCallReturns) {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    SCOPED_TRACE(threads);
+    spool::pool p{pool_config(threads)};
+    std::atomic<int> in_flight{0};
+    auto thrower = [&] {
+      in_flight_guard g(in_flight);
+      throw test_error("call");
+    };
+    auto slow = [&] {
+      in_flight_guard g(in_flight);
+      int v = 0;
+      for (int i = 0; i < 1000; ++i) v += fib_invoke(p, 8);
+      EXPECT_EQ(v, 21000);
+    };
+    for (bool nested : {false, true}) {
+      SCOPED_TRACE(nested);
+      auto call = [&](auto&&... fs) {
+        if (nested) {
+          p.submit([&] { spool::parallel_invoke(p, fs...); }).get();
+        } else {
+          spool::parallel_invoke(p, fs...);
+        }
+      };
+      EXPECT_THROW(call(thrower, slow), test_error);
+      EXPECT_EQ(in_flight.load(), 0);
+      EXPECT_THROW(call(slow, thrower), test_error);
+      EXPECT_EQ(in_flight.load(), 0);
+      EXPECT_THROW(call(thrower, thrower, slow, thrower), test_error);
+      EXPECT_EQ(in_flight.load(), 0);
+    }
+    EXPECT_EQ(p.submit([&p] { return fib_invoke(p, 12); }).get(), 144);
+  }
+}
+
+// From outside, every call runs on the pool's threads; a refused first task is reported like
+// submit() and nothing runs.
+TEST(ParallelInvoke, FromOutsideRunsOnWorkersOrIsRefused) {
+  spool::pool p{pool_config(2)};
+  std::atomic<int> outside{0}, calls{0};
+  auto call = [&] {
+    ++calls;
+    if (spool::this_worker_index() < 0) ++outside;
+  };
+  spool::parallel_invoke(p, call, call, call);
+  EXPECT_EQ(calls.exchange(0), 3);
+  EXPECT_EQ(outside.load(), 0);
+  p.close();
+  EXPECT_EQ(error_code_of([&] { spool::parallel_invoke(p, call, call); }), spool::errc::shut_down);
+  EXPECT_EQ(calls.load(), 0);
+}
+
+// A discarding shutdown while the left call runs: the forked half is dropped from the deque by
+// the shutdown's sweep, or dropped when the worker takes it back, or taken back before the
+// shutdown began; in every case it runs exactly once and the call returns.
+TEST(ParallelInvoke, DiscardingShutdownStillRunsTheForkedHalf) {
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    for (int round = 0; round < stress_iterations(50); ++round) {
+      spool::pool p{pool_config(threads)};
+      std::latch started(1), release(1);
+      std::atomic<int> right_runs{0};
+      auto left = [&] {
+        started.count_down();
+        release.wait();
+      };
+      auto right = [&] { ++right_runs; };
+      spool::future<void> call = p.submit([&] { spool::parallel_invoke(p, left, right); });
+      started.wait();
+      std::thread stopper([&] { p.shutdown(spool::shutdown_mode::discard); });
+      release.count_down();
+      call.get();
+      stopper.join();
+      ASSERT_EQ(right_runs.load(), 1) << "round " << round;
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // parallel_for

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <spool/spool.h>
+#include <spool/parallel.hpp>
 #include <spool/spool.hpp>
 
 #include <algorithm>
@@ -326,6 +327,21 @@ int fib(spool::pool& p, int n) {
   return left.get() + right;
 }
 
+// The same with parallel_invoke: the forked half lives on the forking frame (src/join.cpp).
+// Each half counts its runs in `halves`, so a half run twice or never shows even where the sum
+// would not.
+int fib_join(spool::pool& p, int n, std::atomic<long>& halves) {
+  if (n < 2) return n;
+  int a = 0, b = 0;
+  spool::parallel_invoke(
+      p, [&] { a = fib_join(p, n - 1, halves); },
+      [&] {
+        b = fib_join(p, n - 2, halves);
+        halves.fetch_add(1, std::memory_order_relaxed);
+      });
+  return a + b;
+}
+
 }  // namespace
 
 // (c) Fork/join storms: two outside threads run parallel fib on the same 2- or 3-thread pool
@@ -347,6 +363,32 @@ TEST(Stress, ForkJoinStorms) {
     caller();
     other.join();
     EXPECT_EQ(p.statistics().failed, 0u);
+  }
+}
+
+// (c) Join storms: as above with parallel_invoke, on 2 to 4 threads, so that thieves take the
+// forked halves off the frames that own them while the owners take them back, and owners whose
+// half was stolen help or sleep until it is done. fib(16) forks 1,596 times.
+TEST(Stress, JoinStormsRunEachHalfOnce) {
+  const int rounds = iterations(300);
+  for (unsigned threads : {2u, 3u, 4u}) {
+    spool::pool p{pool_config(threads)};
+    auto caller = [&] {
+      for (int r = 0; r < rounds; ++r) {
+        std::atomic<long> halves{0};
+        const int v = p.submit([&] { return fib_join(p, 16, halves); }).get();
+        if (v != 987 || halves.load() != 1596) {
+          ADD_FAILURE() << "fib(16) = " << v << " with " << halves.load() << " forked halves run";
+          return;
+        }
+      }
+    };
+    std::thread other(caller);
+    caller();
+    other.join();
+    const spool::stats s = p.statistics();
+    EXPECT_EQ(s.failed, 0u);
+    EXPECT_EQ(s.cancelled, 0u);
   }
 }
 

@@ -1,6 +1,7 @@
 // spool_peer.hpp: spool::pool, the library under test.
 #pragma once
 
+#include <spool/parallel.hpp>
 #include <spool/spool.hpp>
 
 #include <cstddef>
@@ -49,11 +50,12 @@ class spool_peer {
   void round_trip(F&& f) {
     pool_.submit(std::forward<F>(f)).get();
   }
+  // spool's fork/join: the child goes onto this worker's own deque from this frame (no
+  // allocation), here() runs, and the worker takes the child back or, if it was stolen, runs
+  // other tasks until it is done.
   template <class Child, class Here>
   void fork_join(Child&& child, Here&& here) {
-    auto joined = pool_.submit([&child] { child(); });  // onto this worker's own deque
-    here();
-    joined.get();  // runs other tasks until the child is done
+    spool::parallel_invoke(pool_, here, child);
   }
 
   // The pool itself, for the library's algorithms (spool::parallel_sort in quicksort).

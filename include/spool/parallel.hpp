@@ -1,5 +1,7 @@
-// spool/parallel.hpp: parallel_for, parallel_reduce and parallel_sort on a spool::pool.
+// spool/parallel.hpp: parallel_invoke, parallel_for, parallel_reduce and parallel_sort on a
+// spool::pool.
 //
+//   spool::parallel_invoke(pool, [&] { left = count(a); }, [&] { right = count(b); });
 //   spool::parallel_for(pool, std::size_t{0}, v.size(), [&](std::size_t i) { v[i] *= 2; });
 //   spool::parallel_for_chunks(pool, 0, n, 4096, [&](int lo, int hi) { fill(lo, hi); });
 //   long sum = spool::parallel_reduce(pool, std::size_t{0}, v.size(), 0, 0L,
@@ -99,10 +101,12 @@
 #include <functional>
 #include <iterator>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "spool/detail/join_task.hpp"
 #include "spool/error.hpp"
 #include "spool/future.hpp"
 #include "spool/spool.hpp"
@@ -143,28 +147,28 @@ class first_failure {
   std::exception_ptr error_;
 };
 
+// A callable and the first_failure its exceptions go to, as a join_call and its context.
+template <class F>
+struct guarded_call {
+  first_failure& failure;
+  F& fn;
+  static void call(void* self) noexcept {
+    auto& g = *static_cast<guarded_call*>(self);
+    g.failure.run(g.fn);
+  }
+};
+
 // Runs left() here and right() as a task of p, and returns when both are done. Nothing escapes:
 // their exceptions go to `failure`. If the pool refuses the task, or drops it unrun (a
-// discarding shutdown), right() runs here instead: the task only referred to it.
+// discarding shutdown), right() runs here instead: the task only referred to it. Called on a
+// worker of p (run_in_pool puts every algorithm there), the task lives on this frame and
+// costs no allocation (src/join.cpp); on any other thread, left() and right() run here.
 template <class Left, class Right>
 void fork_join(pool& p, first_failure& failure, Left& left, Right& right) {
-  future<void> child;
-  try {
-    child = p.submit([&failure, &right] { failure.run(right); });
-  } catch (...) {
-    // Refused or out of memory: nothing was queued; right() runs below.
-  }
-  failure.run(left);
-  bool child_ran = false;
-  if (child.valid()) {
-    try {
-      child.get();  // on a worker, runs other tasks until the child is done
-      child_ran = true;
-    } catch (...) {
-      // The task cannot throw (failure.run catches), so this is task_cancelled: it never ran.
-    }
-  }
-  if (!child_ran) failure.run(right);
+  guarded_call<Left> l{failure, left};
+  guarded_call<Right> r{failure, right};
+  join_task child(&guarded_call<Right>::call, &r);
+  if (!fork_join_here(p, child, &guarded_call<Left>::call, &l)) failure.run(right);
 }
 
 // Runs work() on the pool: here if this thread is one of its workers, else as one task that
@@ -237,7 +241,36 @@ void reduce_chunks(pool& p, first_failure& failure, Offset c0, Offset c1, Leaf& 
     out.emplace(std::invoke(reduce, std::move(*left_value), std::move(*right_value)));
 }
 
+// Calls fs's elements [lo, hi) (references to parallel_invoke's callables), halving the
+// interval at each fork.
+template <std::size_t Lo, std::size_t Hi, class Refs>
+void invoke_range(pool& p, first_failure& failure, Refs& fs) {
+  if constexpr (Hi - Lo == 1) {
+    std::invoke(std::get<Lo>(fs));
+  } else {
+    constexpr std::size_t mid = Lo + (Hi - Lo) / 2;
+    auto left = [&] { invoke_range<Lo, mid>(p, failure, fs); };
+    auto right = [&] { invoke_range<mid, Hi>(p, failure, fs); };
+    fork_join(p, failure, left, right);
+  }
+}
+
 }  // namespace detail
+
+// Calls each of fs() once, in parallel, and returns when all have returned: fork/join for a
+// fixed set of calls (two or more; each is called as an lvalue, neither copied nor moved, and
+// its result, if any, is discarded). The calling worker runs the first itself and offers the
+// others to the pool, without allocating (src/join.cpp); each it takes back unstolen runs on
+// it too. From any other thread the whole call is one task that this thread waits for. The
+// first exception rethrows after every started call returned (see the notes at the top).
+template <class... Fs>
+requires(sizeof...(Fs) >= 2 && (std::invocable<Fs&> && ...)) void parallel_invoke(pool& p,
+                                                                                  Fs&&... fs) {
+  auto refs = std::forward_as_tuple(fs...);
+  detail::first_failure failure;
+  auto all = [&] { detail::invoke_range<0, sizeof...(Fs)>(p, failure, refs); };
+  detail::run_in_pool(p, failure, all);
+}
 
 // body(lo, hi) for consecutive chunks [lo, hi) of at most `grain` indices covering
 // [first, last), in parallel. grain 0: chosen from the pool's thread_count().
