@@ -5,9 +5,9 @@
 // submit() from a worker does, then runs the left half itself. The join: it takes the half back
 // from the bottom of its deque and runs it in place, unless a thief took it; then it helps
 // (help_until) until the half is done. Against submit() and future::get(), this saves the
-// task's allocation and free, the future state's reference count and the wait through
-// find_task when nobody stole the half: about 100 ns a fork here, most of fib(30)'s cost
-// over the serial fib on one thread (BENCHMARKS.md).
+// task's allocation and free, the future state's reference counts and the search through
+// find_task when nobody stole the half: a fork cost 36 ns here against 52 ns before (fib(30)
+// with a cutoff of 6 on one thread; BENCHMARKS.md, "fork/join without an allocation").
 //
 // Invariants, and why they hold:
 //  - The half outlives every use. It lives in the forking frame, and fork_join returns only
@@ -20,13 +20,15 @@
 //    or drop() (or, popped back, by the same count here), so wait_idle() and shutdown() wait
 //    for it, and statistics() counts forks as tasks.
 //  - Tasks that left() pushed lie above the half in the deque; the pop-back loop runs them
-//    first, as the worker loop would. The half may also be gone before left() returns: a wait
-//    inside left() helps, and its search pops the half and runs it. So the loop checks ready()
-//    before each pop; once the half is gone it stops, or helps until the thief finishes.
+//    first, as the worker loop would. It never meets a task older than the half: thieves take
+//    from the oldest end, so once the half is stolen everything below it is gone too. The half may
+//    also be gone before left() returns: a wait inside left() helps, and its search pops the half
+//    and runs it. So the loop checks ready() before each pop; once the half is gone it stops, or
+//    helps until the thief finishes.
 //  - No lost wake-up: a worker that will sleep waiting for the half sets k_waited with a
-//    seq_cst read-modify-write and then reads the outcome bits (arm()); finish() sets them
-//    with a seq_cst exchange and then reads k_waited from the old value. One of the two sees
-//    the other (as for futures, src/README.md "Futures").
+//    seq_cst read-modify-write and then reads the outcome bits (mark_waited_by_worker());
+//    finish() sets them with a seq_cst exchange and then reads k_waited from the old value.
+//    One of the two sees the other (as for futures, src/README.md "Futures").
 //  - Dropped, not lost: a discarding shutdown may cancel the half in the deque (drop_queued)
 //    or when a worker takes it (execute()). Then k_dropped is set and fork_join returns false;
 //    the caller runs the call itself (parallel.hpp promises that an algorithm that started
@@ -80,7 +82,7 @@ bool core::fork_join(worker& w, join_task& right, join_call left, void* left_con
       execute(&w, t);  // pushed by left(), above the half
       continue;
     }
-    // Popped back: only this thread has seen it since the push, so no exchange or wake-up is
+    // Popped back: no other thread took it, and none will, so no exchange or wake-up is
     // needed; the call runs here as execute() would run it.
     if (discarding_.load(std::memory_order_acquire)) {
       drop(&w, t);
