@@ -161,9 +161,10 @@ class core {
   bool help_until(wait_target& until,
                   const std::chrono::steady_clock::time_point* deadline) noexcept;
 
-  // Fork/join on w, the calling worker of this pool: left(left_context) here, `right` from w's
-  // deque (src/join.cpp). Returns whether right ran; false if it was refused or dropped.
-  bool fork_join(worker& w, join_task& right, join_call left, void* left_context) noexcept;
+  // Fork/join on the calling worker of this pool: left(left_context) here, `right` from its
+  // deque (src/join.cpp). Returns whether right ran; false if it was refused or dropped, or if
+  // the caller is not this pool's worker (then only left ran).
+  bool fork_join(join_task& right, join_call left, void* left_context) noexcept;
 
   // A worker of this pool enters or leaves a blocking_region (see spool.hpp).
   void enter_blocking(worker& w) noexcept;

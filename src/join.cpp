@@ -51,60 +51,59 @@ void join_task::finish(std::uint32_t how) noexcept {
   if ((old & k_waited) != 0) owner->sleepers().notify_all();
 }
 
-bool core::fork_join(worker& w, join_task& right, join_call left, void* left_context) noexcept {
+bool core::fork_join(join_task& right, join_call left, void* left_context) noexcept {
+  worker* w = own_worker();
+  if (w == nullptr) {
+    left(left_context);
+    return false;
+  }
   right.owner_ = this;
-  tally(&w, &counters::submitted, 1);
-  bool queued = false;
-  if (!discarding_.load(std::memory_order_acquire)) {
+  tally(w, &counters::submitted, 1);
+  std::error_code refused;
+  if (discarding_.load(std::memory_order_acquire)) {
+    refused = errc::shut_down;
+  } else {
     try {
-      w.deque.push(&right);
-      queued = true;
+      w->deque.push(&right);
     } catch (...) {
-      // The deque could not grow: refused below as no_memory, and left() still runs.
+      refused = errc::no_memory;  // the deque could not grow
     }
   }
-  if (!queued) {
-    const bool discarding = discarding_.load(std::memory_order_relaxed);
-    (void)refuse(&w, &right, discarding ? errc::shut_down : errc::no_memory);
+  if (refused) {
+    (void)refuse(w, &right, refused);
     left(left_context);
     return false;
   }
   notify_worker();
   left(left_context);
   while (!right.ready()) {
-    task* t = w.deque.pop();
+    task* t = w->deque.pop();
     if (t == nullptr) {
       waitable<join_task> target(right);
       help_until(target, nullptr);
       break;
     }
     if (t != &right) {
-      execute(&w, t);  // pushed by left(), above the half
+      execute(w, t);  // pushed by left(), above the half
       continue;
     }
     // Popped back: no other thread took it, and none will, so no exchange or wake-up is
     // needed; the call runs here as execute() would run it.
     if (discarding_.load(std::memory_order_acquire)) {
-      drop(&w, t);
+      drop(w, t);
       return false;
     }
-    add_owned32(w.depth, +1);
+    add_owned32(w->depth, +1);
     right.call_(right.context_);
-    add_owned32(w.depth, -1);
-    tally(&w, &counters::completed, 1);
+    add_owned32(w->depth, -1);
+    tally(w, &counters::completed, 1);
     return true;
   }
   return right.ran();
 }
 
 bool fork_join_here(pool& p, join_task& right, join_call left, void* left_context) noexcept {
-  core& c = pool_access::of(p);
-  worker* w = current_worker();
-  if (w == nullptr || &w->owner != &c) {
-    left(left_context);
-    return false;
-  }
-  return c.fork_join(*w, right, left, left_context);
+  return pool_access::of(p).fork_join(right, left, left_context);
 }
 
 }  // namespace spool::detail
