@@ -7,7 +7,7 @@
 // (help_until) until the half is done. Against submit() and future::get(), this saves the
 // task's allocation and free, the future state's reference counts and the search through
 // find_task when nobody stole the half: a fork cost 36 ns here against 52 ns before (fib(30)
-// with a cutoff of 6 on one thread; BENCHMARKS.md, "fork/join without an allocation").
+// with a cutoff of 6 on one thread; docs/bench/history.md, "fork/join without an allocation").
 //
 // Invariants, and why they hold:
 //  - The half outlives every use. It lives in the forking frame, and fork_join returns only

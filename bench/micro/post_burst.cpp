@@ -1,7 +1,8 @@
-// spool-post-burst: the driver behind the scheduler notes in BENCHMARKS.md. Each repeat makes a
-// fresh pool, posts N empty tasks from the main thread, waits for them, and prints the rate
-// with what getrusage says about that stretch: the process's CPU and context switches, and the
-// submitting thread's own (a submitter that is preempted or makes system calls shows here).
+// spool-post-burst: the driver behind the scheduler notes in docs/bench/history.md. Each
+// repeat makes a fresh pool, posts N empty tasks from the main thread, waits for them, and
+// prints the rate with what getrusage says about that stretch: the process's CPU and context
+// switches, and the submitting thread's own (a submitter that is preempted or makes system
+// calls shows here).
 // Also how many tasks were still queued when the last post returned, and how long the wait
 // for them (the tail) took: a backlog means the workers, not the submitter, set the pace.
 // And, measured just before each repeat, what one cache line's round trip between the first
