@@ -116,8 +116,7 @@ bool core::is_own_worker() const noexcept { return own_worker() != nullptr; }
 std::error_code core::submit(task* t, priority p) noexcept {
   // Each path counts the submission (in exactly one counter) before the task becomes visible,
   // so quiescent() can never see it finished but not submitted; a refusal undoes the count.
-  worker* w = current_worker();
-  if (w != nullptr && &w->owner == this) {
+  if (worker* w = own_worker()) {
     tally(w, &counters::submitted, 1);
     // From inside the pool: the worker's own deque (or, for another priority, the injector
     // past its bound), never blocking. Accepted while draining (it is part of finishing

@@ -26,8 +26,7 @@ bool state_base::mark_waited_by_worker() noexcept {
 
 void state_base::wait() noexcept {
   if (ready()) return;
-  worker* w = current_worker();
-  if (w != nullptr && &w->owner == owner_) {
+  if (owner_->is_own_worker()) {
     waitable<state_base> target(*this);
     owner_->help_until(target, nullptr);
   } else {
@@ -37,8 +36,7 @@ void state_base::wait() noexcept {
 
 bool state_base::wait_until(std::chrono::steady_clock::time_point deadline) noexcept {
   if (ready()) return true;
-  worker* w = current_worker();
-  if (w != nullptr && &w->owner == owner_) {
+  if (owner_->is_own_worker()) {
     waitable<state_base> target(*this);
     return owner_->help_until(target, &deadline);
   }

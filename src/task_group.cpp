@@ -288,8 +288,7 @@ bool wait_drained(group_state& g, const std::chrono::steady_clock::time_point* d
   const std::uint64_t word = g.snapshot();
   if ((word & k_busy_mask) == 0) return true;
   const std::uint64_t generation = generation_of(word);
-  worker* w = current_worker();
-  if (w != nullptr && &w->owner == &g.owner()) {
+  if (g.owner().is_own_worker()) {
     group_target target(g, generation);
     return g.owner().help_until(target, deadline);
   }
