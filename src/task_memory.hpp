@@ -1,5 +1,6 @@
 // task_memory.hpp: hooks into task memory (task_memory.cpp) for its tests, which must reach
-// the path a thread takes when the shared depot is busy. Not used by the pool itself.
+// the path a thread takes when the shared depot is busy, and see which blocks come from rings.
+// Not used by the pool itself.
 #pragma once
 
 #include <cstddef>
@@ -17,5 +18,12 @@ void release_depot(std::size_t size) noexcept;
 // How many times, since the process began, a thread found a depot busy and used the global
 // operators instead of waiting for it.
 std::uint64_t busy_fallbacks() noexcept;
+// Whether `p` is a block of some thread's ring (false when not recycling()).
+bool in_ring(const void* p) noexcept;
+// How many more blocks than it freed a thread allocates for tasks of `size` bytes before it
+// asks for a ring of their class, and how many such blocks a ring holds (0 if tasks of that
+// size never use rings).
+std::size_t ring_after() noexcept;
+std::size_t ring_capacity(std::size_t size) noexcept;
 
 }  // namespace spool::detail::task_memory_testing

@@ -1,4 +1,5 @@
-// Task memory (src/task_memory.cpp): blocks recycled per thread and through the shared depot.
+// Task memory (src/task_memory.cpp): blocks recycled per thread and through the shared depot,
+// and the rings of blocks that threads allocating more than they free take in address order.
 // Tasks allocated on one thread and freed on another, in every size class and past the largest,
 // are never handed out twice while alive, keep their contents, and survive their threads'
 // exits. Under AddressSanitizer the cache is bypassed (every block goes to the global
@@ -13,6 +14,7 @@
 #include <latch>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "spool/detail/task.hpp"
@@ -187,9 +189,11 @@ TEST(TaskMemory, ThreadsExitingHandTheirBlocksOn) {
 
 // A producer far ahead of its consumer: the consumer frees more than the depot keeps (4 MiB
 // per class, 131,072 blocks of the 32-byte class), so whole magazines' blocks go back to the
-// global operator; what the depot did keep serves the next round, distinct and writable.
+// global operator; what the depot did keep serves the next round, distinct and writable. (The
+// producer's ring, once it has one, serves one lap of blocks; the rest come from magazines.)
 TEST(TaskMemory, MoreFreedThanTheDepotKeeps) {
-  constexpr int count = 200'000;
+  namespace tm = spool::detail::task_memory_testing;
+  const std::size_t count = tm::ring_after() + tm::ring_capacity(sizeof(sized<8>)) + 200'000;
   for (int round = 0; round < 2; ++round) {
     const auto seed = static_cast<std::uint8_t>(round + 1);
     std::vector<sized<8>*> made(count);
@@ -203,6 +207,125 @@ TEST(TaskMemory, MoreFreedThanTheDepotKeeps) {
       }
     });
     freer.join();
+  }
+}
+
+// A thread that allocates far more than it frees (a producer) gets a ring: its blocks then come
+// in address order, each distinct from every block still alive.
+TEST(TaskMemory, ProducerGetsBlocksInAddressOrder) {
+  namespace tm = spool::detail::task_memory_testing;
+  if (!tm::recycling()) GTEST_SKIP() << "no recycling under AddressSanitizer";
+  std::size_t count = 0;
+  std::thread producer([&] {
+    const std::size_t before_ring = tm::ring_after();
+    std::vector<sized<8>*> made;
+    for (std::size_t i = 0; i < before_ring + 1'000; ++i) made.push_back(new sized<8>(5));
+    std::vector<sized<8>*> tail(made.end() - 500, made.end());
+    for (std::size_t i = 1; i < tail.size(); ++i) {
+      ASSERT_TRUE(tm::in_ring(tail[i]));
+      ASSERT_GT(reinterpret_cast<std::uintptr_t>(tail[i]),
+                reinterpret_cast<std::uintptr_t>(tail[i - 1]));
+    }
+    std::set<const void*> distinct(made.begin(), made.end());
+    EXPECT_EQ(distinct.size(), made.size());
+    for (auto* t : made) {
+      EXPECT_TRUE(t->intact(5));
+      t->destroy();
+    }
+    count = made.size();
+  });
+  producer.join();
+  EXPECT_GT(count, 0u);
+}
+
+// A producer laps its ring while some of its blocks are still alive (held by the consumer for a
+// long time, as a slow task would be): those are passed over, never handed out again until
+// freed, and everything else is recycled. Two laps, so every block is reused at least once.
+TEST(TaskMemory, LappedRingPassesOverBlocksInUse) {
+  namespace tm = spool::detail::task_memory_testing;
+  if (!tm::recycling()) GTEST_SKIP() << "no recycling under AddressSanitizer";
+  const std::size_t total = tm::ring_after() + 2 * tm::ring_capacity(sizeof(sized<8>)) + 1'000;
+  constexpr std::size_t batch = 1'000;
+  std::vector<sized<8>*> handoff;
+  // The consumer's long-lived blocks (every 997th), with the round that made them.
+  std::vector<std::pair<sized<8>*, std::uint8_t>> held;
+  std::barrier sync(2);
+  const std::size_t rounds = total / batch;
+  std::thread consumer([&] {
+    std::size_t seen = 0;
+    for (std::size_t r = 0; r < rounds; ++r) {
+      sync.arrive_and_wait();  // `handoff` is full
+      const auto seed = static_cast<std::uint8_t>(r);
+      for (auto* t : handoff) {
+        EXPECT_TRUE(t->intact(seed));
+        if (++seen % 997 == 0) {
+          held.emplace_back(t, seed);
+        } else {
+          t->destroy();
+        }
+      }
+      handoff.clear();
+      sync.arrive_and_wait();  // `handoff` is empty
+    }
+  });
+  std::size_t from_ring = 0;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < batch; ++i) {
+      auto* t = new sized<8>(static_cast<std::uint8_t>(r));
+      from_ring += tm::in_ring(t) ? 1 : 0;
+      handoff.push_back(t);
+    }
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+  }
+  consumer.join();
+  // The held blocks were never reissued: each keeps the pattern of the round that made it.
+  std::set<const void*> distinct;
+  for (auto [t, seed] : held) {
+    EXPECT_TRUE(distinct.insert(t).second);
+    EXPECT_TRUE(t->intact(seed)) << "a held block was handed out again";
+    t->destroy();
+  }
+  EXPECT_GT(from_ring, tm::ring_capacity(sizeof(sized<8>)));
+}
+
+// A producer's thread exits while blocks of its ring are still alive. The ring goes to the
+// next thread that asks for one; that thread never receives the blocks still alive.
+TEST(TaskMemory, RingOutlivesItsThread) {
+  namespace tm = spool::detail::task_memory_testing;
+  if (!tm::recycling()) GTEST_SKIP() << "no recycling under AddressSanitizer";
+  const int rounds = stress_iterations(4);
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<sized<16>*> first;
+    std::thread a([&] {
+      for (std::size_t i = 0; i < tm::ring_after() + 2'000; ++i) first.push_back(new sized<16>(1));
+    });
+    a.join();
+    // Free all but the last 1,000 (ring blocks, alive while the next thread takes rings).
+    std::vector<sized<16>*> alive(first.end() - 1'000, first.end());
+    first.resize(first.size() - 1'000);
+    for (auto* t : first) t->destroy();
+    std::size_t ring_blocks_alive = 0;
+    for (auto* t : alive) ring_blocks_alive += tm::in_ring(t) ? 1 : 0;
+    EXPECT_EQ(ring_blocks_alive, alive.size());
+    std::set<const void*> taken(alive.begin(), alive.end());
+    std::thread b([&] {
+      std::vector<sized<16>*> second;
+      for (std::size_t i = 0; i < tm::ring_after() + tm::ring_capacity(sizeof(sized<16>)); ++i) {
+        auto* t = new sized<16>(2);
+        ASSERT_EQ(taken.count(t), 0u) << "a block still alive was handed out again";
+        second.push_back(t);
+      }
+      for (auto* t : second) {
+        EXPECT_TRUE(t->intact(2));
+        t->destroy();
+      }
+    });
+    b.join();
+    for (auto* t : alive) {
+      EXPECT_TRUE(t->intact(1));
+      t->destroy();
+    }
   }
 }
 
