@@ -373,12 +373,12 @@ class thread_cache {
     const std::size_t rc = ring_class_of(size);
     if (rc < k_classes) {
       slot& r = slots_[rc];
-      if (r.ring != nullptr) {
-        if (void* b = ring_allocate(r, rc)) return b;
-      } else if (++r.net >= k_ring_after && !r.ring_refused) {
+      if (r.ring == nullptr && ++r.net >= k_ring_after && !r.ring_refused) {
         r.ring = ring_pool::get().take(rc);
         r.ring_refused = r.ring == nullptr;
-        if (void* b = r.ring != nullptr ? ring_allocate(r, rc) : nullptr) return b;
+      }
+      if (r.ring != nullptr) {
+        if (void* b = ring_allocate(r, rc)) return b;
       }
     }
     return from_magazines(class_of(size));
