@@ -13,8 +13,9 @@ struct cached_slot {
   producer_slot* slot = nullptr;
 };
 constexpr std::size_t k_cache_entries = 4;
-thread_local cached_slot cache[k_cache_entries];
-thread_local std::size_t cache_next = 0;
+// initial-exec: read on every submission (src/README.md, "Thread-local storage").
+[[gnu::tls_model("initial-exec")]] thread_local cached_slot cache[k_cache_entries];
+[[gnu::tls_model("initial-exec")]] thread_local std::size_t cache_next = 0;
 
 }  // namespace
 

@@ -520,7 +520,8 @@ class thread_cache {
   bool armed_ = false;
 };
 
-thread_local constinit thread_cache cache;
+// initial-exec: used by every allocation and free (src/README.md, "Thread-local storage").
+[[gnu::tls_model("initial-exec")]] thread_local constinit thread_cache cache;
 
 // Its destructor runs at thread exit. A block freed on the thread after that (by a later
 // thread_local destructor, or by static destructors on the main thread) stays on the thread's
@@ -528,7 +529,7 @@ thread_local constinit thread_cache cache;
 struct flusher {
   ~flusher() { cache.flush(); }
 };
-thread_local flusher flush_at_exit;
+[[gnu::tls_model("initial-exec")]] thread_local flusher flush_at_exit;
 
 void thread_cache::arm() noexcept {
   armed_ = true;

@@ -17,7 +17,8 @@
 namespace spool::detail {
 namespace {
 
-thread_local worker* tls_worker = nullptr;
+// initial-exec: read on every submission (src/README.md, "Thread-local storage").
+[[gnu::tls_model("initial-exec")]] thread_local worker* tls_worker = nullptr;
 
 // Rounds of core::spin that only pause before later rounds yield (about 3 us on this project's
 // machine; see core::spin).

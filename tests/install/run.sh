@@ -5,6 +5,7 @@
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs spool)           (libspool.so, LD_LIBRARY_PATH)
 #   3. pkg-config: cc main.c $(pkg-config --cflags --static --libs spool)  (libspool.a)
 #   4. tpool:      a program written for tpool, unchanged, with -I<prefix>/include/spool -lspool
+#   5. dlopen:     a C program not linked with libspool loads libspool.so.0 and runs tasks
 #
 # Environment:
 #   SPOOL_INSTALL_BUILD_DIR  library build dir (default: <repo>/build/install-test)
@@ -117,4 +118,17 @@ step "tpool drop-in: cc -I<prefix>/include/spool quicksort.c -L<libdir> -lspool"
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/tpool_quicksort" \
   || fail "the tpool program failed"
 
-printf '\ninstall-test: ALL OK (cmake shared+static, pkg-config shared+static, tpool drop-in)\n'
+# --- 5. loaded with dlopen() ---------------------------------------------------
+step "dlopen: a program not linked with libspool loads libspool.so.0 and runs tasks"
+# The library's thread-local state uses the initial-exec model (src/README.md, "Thread-local
+# storage"): the dynamic section says so, and loading it after start-up must still work.
+grep -q 'FLAGS.*STATIC_TLS' <<<"$(readelf -d "$libdir/libspool.so.0")" \
+  || fail "libspool.so.0 is not marked STATIC_TLS (initial-exec thread-locals expected)"
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/dlopen_consumer" "$here/dlopen/main.c" \
+  -I"$prefix/include" -ldl
+if grep -q 'NEEDED.*libspool' <<<"$(readelf -d "$tmp/dlopen_consumer")"; then
+  fail "dlopen_consumer is linked with libspool (it must load it with dlopen)"
+fi
+"$tmp/dlopen_consumer" "$libdir/libspool.so.0" || fail "the dlopen consumer failed"
+
+printf '\ninstall-test: ALL OK (cmake shared+static, pkg-config shared+static, tpool drop-in, dlopen)\n'
