@@ -43,8 +43,8 @@
 // blocks in a row, the next k_ring_rest allocations come from the magazines. Scratch builds
 // measured what the order is worth: a producer thread taking blocks from a never-reused arena
 // in address order posted 1.5x as fast at 16 workers on 2 cores (`spool-post-burst 16`), and
-// a reused 8 MiB ring without state words did the same; see BENCHMARKS.md for this design's
-// figures.
+// a reused 8 MiB ring without state words did the same; docs/bench/history.md ("The previous
+// BENCHMARKS.md: `empty` at 69739c7, ...") has this design's figures.
 //
 // Invariants:
 //  - Every address in a magazine is unused memory of its class's size that came from the

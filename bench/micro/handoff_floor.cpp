@@ -6,18 +6,15 @@
 // 1.2 cores) can reach here: below 1.2 cores one thread must be off its CPU for most of each
 // trip, and the rows say what bringing it back costs (BENCHMARKS.md, "latency").
 //
-// Ways to wait: *pause* polls the word with the pause instruction; *yield* polls with
+// Ways to wait: *pause* polls the word with the spin-wait hint (pause on x86); *yield* polls with
 // sched_yield(), which hands the CPU to any runnable thread; *sleep* goes straight into
 // futex_wait, and the other side futex-wakes it. "spread" leaves placement to the kernel;
 // "one CPU" pins both threads to the waiter's CPU, so that the sleeper's wake-up is a local
 // switch, not a wake-up of the other (idle, halted) vCPU.
 //
 //   spool-handoff-floor [TRIPS]     (default 100000 trips per row)
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,7 +26,14 @@
 #include <thread>
 #include <vector>
 
+#include "cpu_relax.hpp"
+#include "futex.hpp"
+
 namespace {
+
+using spool::detail::cpu_relax;
+using spool::detail::futex_wait;
+using spool::detail::futex_wake;
 
 enum class wait_way { pause, yield, sleep };
 
@@ -45,20 +49,13 @@ const char* name(wait_way w) {
   return "?";
 }
 
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
-  syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-}
-void futex_wake(std::atomic<std::uint32_t>& word) {
-  syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 // Waits until word != old. A sleeper re-checks after every return (futex_wait may return
 // spuriously, or at once when the word has already changed).
 void wait_change(std::atomic<std::uint32_t>& word, std::uint32_t old, wait_way way) {
   while (word.load(std::memory_order_acquire) == old) {
     switch (way) {
       case wait_way::pause:
-        __builtin_ia32_pause();
+        cpu_relax();
         break;
       case wait_way::yield:
         sched_yield();
@@ -74,7 +71,7 @@ void wait_change(std::atomic<std::uint32_t>& word, std::uint32_t old, wait_way w
 // the wake is what lets it leave futex_wait, and a wake with nobody asleep is harmless).
 void publish(std::atomic<std::uint32_t>& word, std::uint32_t value, wait_way reader) {
   word.store(value, std::memory_order_release);
-  if (reader == wait_way::sleep) futex_wake(word);
+  if (reader == wait_way::sleep) futex_wake(word, 1);
 }
 
 double process_cpu_seconds() {
@@ -94,22 +91,21 @@ void pin_to(int cpu) {
 }
 
 struct row {
-  const char* placement;
+  bool one_cpu;  // both threads pinned to the waiter's CPU; else the kernel places them
   wait_way waiter;
   wait_way worker;
 };
 
 void measure(const row& r, int trips) {
-  const bool one_cpu = r.placement[0] == 'o';
   cpu_set_t before;
   sched_getaffinity(0, sizeof before, &before);
   const int cpu = sched_getcpu();
-  if (one_cpu) pin_to(cpu);
+  if (r.one_cpu) pin_to(cpu);
 
   alignas(64) std::atomic<std::uint32_t> request{0};
   alignas(64) std::atomic<std::uint32_t> answer{0};
   std::thread worker([&] {
-    if (one_cpu) pin_to(cpu);
+    if (r.one_cpu) pin_to(cpu);
     for (std::uint32_t k = 1; k <= static_cast<std::uint32_t>(trips); ++k) {
       wait_change(request, k - 1, r.worker);
       publish(answer, k, r.waiter);
@@ -131,12 +127,12 @@ void measure(const row& r, int trips) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   const double cores = (process_cpu_seconds() - cpu0) / wall;
   worker.join();
-  if (one_cpu) sched_setaffinity(0, sizeof before, &before);
+  if (r.one_cpu) sched_setaffinity(0, sizeof before, &before);
 
   std::sort(us.begin(), us.end());
   const auto at = [&](double q) { return us[static_cast<std::size_t>(q * (us.size() - 1))]; };
-  std::printf("%-8s,%-6s,%-6s,%8.2f,%8.2f,%9.1f,%6.2f\n", r.placement, name(r.waiter),
-              name(r.worker), at(0.5), at(0.99), us.back(), cores);
+  std::printf("%-8s,%-6s,%-6s,%8.2f,%8.2f,%9.1f,%6.2f\n", r.one_cpu ? "one CPU" : "spread",
+              name(r.waiter), name(r.worker), at(0.5), at(0.99), us.back(), cores);
 }
 
 }  // namespace
@@ -148,13 +144,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const row rows[] = {
-      {"spread", wait_way::pause, wait_way::pause},  // both poll: the 2-core way
-      {"spread", wait_way::yield, wait_way::yield},
-      {"spread", wait_way::sleep, wait_way::yield},  // only the worker polls
-      {"spread", wait_way::yield, wait_way::sleep},  // only the waiter polls
-      {"spread", wait_way::sleep, wait_way::sleep},  // nobody polls
-      {"one CPU", wait_way::yield, wait_way::yield},
-      {"one CPU", wait_way::sleep, wait_way::sleep},
+      {false, wait_way::pause, wait_way::pause},  // both poll: the 2-core way
+      {false, wait_way::yield, wait_way::yield},
+      {false, wait_way::sleep, wait_way::yield},  // only the worker polls
+      {false, wait_way::yield, wait_way::sleep},  // only the waiter polls
+      {false, wait_way::sleep, wait_way::sleep},  // nobody polls
+      {true, wait_way::yield, wait_way::yield},
+      {true, wait_way::sleep, wait_way::sleep},
   };
   std::printf("# %d trips per row; times in us; cores = process CPU seconds / wall seconds\n",
               trips);
