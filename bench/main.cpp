@@ -10,11 +10,14 @@
 #include <string>
 
 #include "experiments/experiments.hpp"
+#include "measure_point.hpp"
+#include "options.hpp"
 #include "peers/spool_peer.hpp"
-#include "harness.hpp"
 #include "plot.hpp"
 #include "process_stats.hpp"
+#include "progress.hpp"
 #include "results.hpp"
+#include "watchdog.hpp"
 
 namespace {
 

@@ -66,23 +66,27 @@ std::string datablock(const std::vector<const row*>& rows) {
 
 }  // namespace
 
-std::string colour_of(const std::string& peer) {
-  static const std::pair<const char*, const char*> colours[] = {{"spool", "#d62728"},
-                                                                {"tbb_task_group", "#1f77b4"},
-                                                                {"tbb_arena", "#17becf"},
-                                                                {"asio", "#2ca02c"},
-                                                                {"omp", "#ff7f0e"},
-                                                                {"mutex_pool", "#7f7f7f"},
-                                                                {"spool (no hint)", "#f08080"},
-                                                                {"spool (fixed)", "#8b0000"},
-                                                                {"serial quicksort", "#9467bd"},
-                                                                {"std::sort", "#8c564b"},
-                                                                {"serial fib", "#9467bd"},
-                                                                {"spoold", "#d62728"},
-                                                                {"nginx", "#2ca02c"}};
-  for (const auto& [name, colour] : colours)
-    if (peer == name) return colour;
+std::string colour_in(const colour_table& table, std::string_view name) {
+  for (const auto& [n, colour] : table)
+    if (name == n) return std::string(colour);
   return "#bcbd22";
+}
+
+std::string colour_of(const std::string& peer) {
+  static const colour_table colours{{"spool", "#d62728"},
+                                    {"tbb_task_group", "#1f77b4"},
+                                    {"tbb_arena", "#17becf"},
+                                    {"asio", "#2ca02c"},
+                                    {"omp", "#ff7f0e"},
+                                    {"mutex_pool", "#7f7f7f"},
+                                    {"spool (no hint)", "#f08080"},
+                                    {"spool (fixed)", "#8b0000"},
+                                    {"serial quicksort", "#9467bd"},
+                                    {"std::sort", "#8c564b"},
+                                    {"serial fib", "#9467bd"},
+                                    {"spoold", "#d62728"},
+                                    {"nginx", "#2ca02c"}};
+  return colour_in(colours, peer);
 }
 
 namespace {

@@ -19,6 +19,11 @@ std::string plot_path(const std::string& target, std::string_view experiment, bo
 std::string companion_path(const std::string& png_path, std::string_view suffix,
                            std::string_view extension);
 
+// Names and their colours ("#rrggbb"); colour_in gives a name's, or for a name not in the
+// table the one colour all such names share.
+using colour_table = std::vector<std::pair<std::string_view, std::string_view>>;
+std::string colour_in(const colour_table& table, std::string_view name);
+
 // A fixed colour per peer ("#rrggbb"), so a peer looks the same in every chart.
 std::string colour_of(const std::string& peer);
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness.hpp"
+#include "progress.hpp"
 
 namespace bench {
 

@@ -23,6 +23,7 @@
 #include "experiments/experiments.hpp"
 #include "peers/all_peers.hpp"
 #include "plot.hpp"
+#include "watchdog.hpp"
 #include "workload/task_tally.hpp"
 
 namespace bench {
@@ -105,37 +106,11 @@ spool::config elastic_config(const bounds& b) {
   return cfg;
 }
 
-// spool::pool sized elastically, in the shape of a peer adapter (peers/peer.hpp), remembering
-// the most threads it had at once (from config::on_scale).
-class elastic_spool {
- public:
-  static constexpr std::string_view name = "spool";
-
-  explicit elastic_spool(const bounds& b) : pool_(with_peak(elastic_config(b))) {}
-
-  template <class F>
-  void post(F&& f) {
-    pool_.post(std::forward<F>(f));
-  }
-  template <class F>
-  void run_and_wait(F&& f) {
-    f();
-    pool_.wait_idle();
-  }
-
-  // How the pool sized itself, as extras of a sample.
-  std::vector<std::pair<std::string, double>> scaling() const {
-    const spool::stats s = pool_.statistics();
-    const auto peak =
-        std::max<std::uint64_t>(peak_live_.load(std::memory_order_relaxed), s.threads_live);
-    return {{"started", static_cast<double>(s.threads_started)},
-            {"grown_load", static_cast<double>(s.grown_for_load)},
-            {"grown_blocking", static_cast<double>(s.grown_for_blocking)},
-            {"peak_live", static_cast<double>(peak)}};
-  }
-
- private:
-  spool::config with_peak(spool::config cfg) {
+// The most threads a pool had at once, from config::on_scale. A base of elastic_spool, so that
+// it exists before the pool, whose constructor already reports scaling.
+class peak_threads {
+ protected:
+  spool::config watching(spool::config cfg) {
     cfg.on_scale = [this](const spool::scale_event& e) {
       unsigned seen = peak_live_.load(std::memory_order_relaxed);
       while (e.threads_live > seen &&
@@ -144,9 +119,27 @@ class elastic_spool {
     };
     return cfg;
   }
+  unsigned peak_live() const { return peak_live_.load(std::memory_order_relaxed); }
 
-  std::atomic<unsigned> peak_live_{0};  // before pool_: on_scale runs from its constructor on
-  spool::pool pool_;
+ private:
+  std::atomic<unsigned> peak_live_{0};
+};
+
+// spool::pool sized elastically: the spool peer adapter (peers/spool_peer.hpp) over an elastic
+// configuration, remembering the most threads it had at once.
+class elastic_spool : private peak_threads, public spool_peer {
+ public:
+  explicit elastic_spool(const bounds& b) : spool_peer(watching(elastic_config(b))) {}
+
+  // How the pool sized itself, as extras of a sample.
+  std::vector<std::pair<std::string, double>> scaling() const {
+    const spool::stats s = native().statistics();
+    const auto peak = std::max<std::uint64_t>(peak_live(), s.threads_live);
+    return {{"started", static_cast<double>(s.threads_started)},
+            {"grown_load", static_cast<double>(s.grown_for_load)},
+            {"grown_blocking", static_cast<double>(s.grown_for_blocking)},
+            {"peak_live", static_cast<double>(peak)}};
+  }
 };
 
 constexpr std::string_view no_hint_name = "spool (no hint)";

@@ -1,10 +1,13 @@
 // experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them,
-// and those `all` leaves out.
+// and those `all` leaves out; with what every experiment file uses (options, the repeat loop,
+// progress lines and checks).
 #pragma once
 
 #include <vector>
 
-#include "harness.hpp"
+#include "measure_point.hpp"
+#include "options.hpp"
+#include "progress.hpp"
 
 namespace bench {
 

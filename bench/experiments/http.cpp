@@ -18,9 +18,12 @@
 #include "experiments/experiments.hpp"
 #include "plot.hpp"
 #include "process_stats.hpp"
-#include "servers/lab.hpp"
+#include "servers/compared_servers.hpp"
+#include "servers/nginx.hpp"
+#include "servers/run_setup.hpp"
+#include "servers/server_measurement.hpp"
 #include "servers/spoold.hpp"
-#include "servers/temp_dir.hpp"
+#include "servers/tables.hpp"
 #include "servers/wrk.hpp"
 
 namespace bench {
@@ -37,16 +40,13 @@ constexpr const char* spoold_max_connections = "20000";
 // A cell of the architecture table is starred when errors exceed this share of the requests.
 constexpr double error_share_flagged = 0.01;
 
-[[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("http", what); }
-
 // What every measurement of a run shares.
 struct plan {
   std::vector<std::uint64_t> concurrency;
   std::vector<std::string> modes;  // "keepalive", "close"
   unsigned seconds = 10;
   unsigned wrk_slack_s = 30;
-  std::string root, url_path;
-  expected_answer expected;
+  served_content served;
   std::vector<server_kind> servers;  // in the order each repeat runs them
 };
 
@@ -87,13 +87,6 @@ void warn_about_unknown_models(const options& o) {
   }
 }
 
-// Everything that would make a run fail half-way is checked before the first server starts.
-void check_prerequisites(const options& o, const plan& p) {
-  if (on_path("wrk").empty())
-    cannot_run("wrk is not installed (not on PATH); scripts/install-deps.sh installs it");
-  check_servers(o, server_names(o), p.root, p.url_path, "http");
-}
-
 plan make_plan(const options& o) {
   plan p;
   p.concurrency = !o.concurrency.empty()      ? o.concurrency
@@ -103,20 +96,13 @@ plan make_plan(const options& o) {
                       : std::vector<std::uint64_t>{20, 100, 500, 1000, 5000};
   p.modes = o.connection_modes.empty() ? std::vector<std::string>{"keepalive", "close"}
                                        : o.connection_modes;
-  const double seconds = o.duration_s ? *o.duration_s : o.by_size(10.0, 3.0, 1.0);
-  if (seconds < 1 || seconds != std::floor(seconds) || seconds > 3600) {
-    std::fprintf(stderr,
-                 "spool-bench http: --duration wants whole seconds in 1..3600 (wrk's -d)\n");
-    std::exit(2);
-  }
-  p.seconds = static_cast<unsigned>(seconds);
+  p.seconds = whole_seconds(o, o.by_size(10.0, 3.0, 1.0), "http", " (wrk's -d)");
   p.wrk_slack_s = wrk_slack_seconds(o);
-  p.root = served_root(o);
-  p.url_path = served_url_path(o);
-  check_prerequisites(o, p);
+  // Everything that would make a run fail half-way is checked before the first server starts.
+  require_program("http", "wrk");
+  p.served = checked_content(o, server_names(o), "http");
   warn_about_unknown_models(o);
-  p.expected = expected_at(p.root, p.url_path);
-  p.servers = server_kinds(o, server_names(o), p.root, spoold_variants(o),
+  p.servers = server_kinds(o, server_names(o), p.served.root, spoold_variants(o),
                            {"--max-connections", spoold_max_connections});
   return p;
 }
@@ -144,10 +130,8 @@ struct point {
 
 // Ends a measurement: the details on stderr, one line as the point's failure.
 [[noreturn]] void give_up(const point& at, const std::string& stage, const std::exception& e) {
-  std::string reason = first_line(e.what());
-  if (const auto* w = dynamic_cast<const wrk_error*>(&e)) reason = w->reason();
-  report_stage_failure("http", at.variant, at.kind.name, stage, e);
-  throw point_failure(stage + ": " + reason);
+  const auto* w = dynamic_cast<const wrk_error*>(&e);
+  throw stage_failure("http", at.variant, at.kind.name, stage, e, w ? w->reason() : "");
 }
 
 // Why a run of wrk with no answer at all got none, from wrk's error counts.
@@ -171,8 +155,9 @@ std::string no_answer(const wrk_result& r, unsigned seconds, std::uint64_t conne
 sample measure(const point& at, const plan& p, failure_log& log) {
   // Killed (its whole group) if we leave early.
   const std::unique_ptr<running_server> server =
-      start_probed("http", at.variant, at.kind, p.url_path, p.expected);
-  const std::string url = "http://127.0.0.1:" + std::to_string(server->port()) + p.url_path;
+      start_probed("http", at.variant, at.kind, p.served.url_path, p.served.expected);
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(server->port()) + p.served.url_path;
 
   // Errors under load are the measured run's to report; a server that answers nothing at all
   // is broken (or drowned), and its figures would mean nothing.
@@ -365,7 +350,7 @@ void plot_concurrency(const options& o, const results& res, const plan& p, unsig
 void print_versions(const options& o, const plan& p) {
   print_run_head("# http:     " + std::to_string(p.concurrency.size()) +
                      " concurrency value(s) x " + std::to_string(p.modes.size()) + " mode(s)",
-                 p.servers, p.root, p.url_path, p.expected);
+                 p.servers, p.served);
   const std::string wrk = version_line("wrk", "-v");
   std::printf("# load:     %s; a run still going %u s after its duration is killed\n",
               wrk.empty() ? "wrk (version unknown)" : wrk.c_str(), p.wrk_slack_s);
@@ -391,16 +376,12 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes) {
         for (std::uint64_t c : p.concurrency) {
           const std::string variant = variant_of(mode, c);
-          std::vector<contender> cs =
-              server_contenders("http", variant, p.servers, threads, log,
-                                [&p, &log, threads, c, mode, variant](const server_kind& k) {
-                                  return measure({variant, k, threads, c, mode == "close"}, p, log);
-                                });
-          std::vector<row> rows =
-              measure_point("http", variant, threads, m, std::move(cs), repeats);
-          add_ratios(rows);
-          log.settle(rows);
-          out.add(std::move(rows));
+          out.add(measure_servers(
+              "http", variant, threads, m, p.servers, repeats, log,
+              [&p, &log, threads, c, mode, variant](const server_kind& k) {
+                return measure({variant, k, threads, c, mode == "close"}, p, log);
+              },
+              add_ratios));
         }
         print_mode_table(out, p, mode, threads, repeats, log);
       }
@@ -409,7 +390,7 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes)
         print_architecture_table(out, p, mode, threads, repeats, log);
   } catch (const std::exception& e) {
-    cannot_run(e.what());
+    cannot_run("http", e.what());
   }
   report_failures("http", log);
   if (o.plot_target.empty()) return;

@@ -15,9 +15,13 @@
 
 #include "experiments/experiments.hpp"
 #include "plot.hpp"
-#include "servers/lab.hpp"
+#include "servers/compared_servers.hpp"
+#include "servers/nginx.hpp"
+#include "servers/run_setup.hpp"
+#include "servers/server_measurement.hpp"
 #include "servers/siege.hpp"
 #include "servers/spoold.hpp"
+#include "servers/tables.hpp"
 #include "servers/temp_dir.hpp"
 
 namespace bench {
@@ -41,8 +45,6 @@ class siege_hung : public point_failure {
   using point_failure::point_failure;
 };
 
-[[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("siege", what); }
-
 struct plan {
   std::vector<std::uint64_t> concurrency;
   std::vector<std::string> forms;  // "reps" (siege -r), "time" (siege -t)
@@ -50,8 +52,7 @@ struct plan {
   unsigned reps = 20, seconds = 10;
   unsigned reps_limit_s = 120, time_slack_s = 15;
   int attempts = 3;  // when siege hangs
-  std::string root, url_path;
-  expected_answer expected;
+  served_content served;
   std::string original;  // the spoold model playing the paper's original server
   std::vector<server_kind> servers;
 };
@@ -73,12 +74,6 @@ std::string role_of(const plan& p, const std::string& row_name) {
   return "";
 }
 
-void check_prerequisites(const options& o, const plan& p) {
-  if (on_path("siege").empty())
-    cannot_run("siege is not installed (not on PATH); scripts/install-deps.sh installs it");
-  check_servers(o, server_names(o), p.root, p.url_path, "siege");
-}
-
 plan make_plan(const options& o) {
   plan p;
   p.concurrency = !o.concurrency.empty()      ? o.concurrency
@@ -89,28 +84,22 @@ plan make_plan(const options& o) {
                                         : std::vector<std::string>{"reps", "time"};
   p.modes = o.connection_modes.empty() ? std::vector<std::string>{"close"} : o.connection_modes;
   p.reps = static_cast<unsigned>(o.reps ? *o.reps : o.by_size<std::uint64_t>(20, 20, 10));
-  const double seconds = o.duration_s ? *o.duration_s : o.by_size(10.0, 5.0, 2.0);
-  if (seconds < 1 || seconds != std::floor(seconds) || seconds > 3600) {
-    std::fprintf(stderr, "spool-bench siege: --duration wants whole seconds in 1..3600\n");
-    std::exit(2);
-  }
-  p.seconds = static_cast<unsigned>(seconds);
+  p.seconds = whole_seconds(o, o.by_size(10.0, 5.0, 2.0), "siege");
   p.reps_limit_s = reps_limit_seconds(o);
   p.time_slack_s = time_slack_seconds(o);
   p.attempts = attempts_when_siege_hangs(o);
   for (std::uint64_t c : p.concurrency)
-    if (c > 100'000) cannot_run("--concurrency: siege runs a thread per user; at most 100000");
-  p.root = served_root(o);
-  p.url_path = served_url_path(o);
+    if (c > 100'000)
+      cannot_run("siege", "--concurrency: siege runs a thread per user; at most 100000");
   p.original = o.original_model.empty() ? "iterative" : o.original_model;
-  check_prerequisites(o, p);
-  p.expected = expected_at(p.root, p.url_path);
+  require_program("siege", "siege");
+  p.served = checked_content(o, server_names(o), "siege");
 
   // The paper's two servers first, in its order, then spoold's default and nginx.
   const std::vector<std::string> models =
       o.spoold_models.empty() ? std::vector<std::string>{p.original, "queue", "epoll"}
                               : expand_spoold_models(o.spoold_models);
-  p.servers = server_kinds(o, server_names(o), p.root, models, {});
+  p.servers = server_kinds(o, server_names(o), p.served.root, models, {});
   return p;
 }
 
@@ -137,12 +126,11 @@ struct point {
 };
 
 [[noreturn]] void give_up(const point& at, const std::string& stage, const std::exception& e) {
-  std::string reason = first_line(e.what());
   const auto* siege = dynamic_cast<const siege_error*>(&e);
-  if (siege) reason = siege->reason();
-  report_stage_failure("siege", at.variant, at.kind.name, stage, e);
-  if (siege && siege->hung()) throw siege_hung(stage + ": " + reason);
-  throw point_failure(stage + ": " + reason);
+  const point_failure failure =
+      stage_failure("siege", at.variant, at.kind.name, stage, e, siege ? siege->reason() : "");
+  if (siege && siege->hung()) throw siege_hung(failure.what());
+  throw failure;
 }
 
 // One attempt at a measurement: a fresh server, a probe GET (status 200 and the file's bytes),
@@ -151,13 +139,13 @@ struct point {
 sample measure_once(const point& at, const plan& p, failure_log& log) {
   // Killed (its whole group) if we leave early.
   const std::unique_ptr<running_server> server =
-      start_probed("siege", at.variant, at.kind, p.url_path, p.expected);
+      start_probed("siege", at.variant, at.kind, p.served.url_path, p.served.expected);
   siege_result r;
   const double cpu_before = server->cpu_seconds();
   try {
     const temp_dir scratch("spool-bench-siege");
     siege_settings s;
-    s.url = "http://127.0.0.1:" + std::to_string(server->port()) + p.url_path;
+    s.url = "http://127.0.0.1:" + std::to_string(server->port()) + p.served.url_path;
     s.users = static_cast<unsigned>(at.users);
     s.reps = at.form == "reps" ? p.reps : 0;
     s.seconds = p.seconds;
@@ -277,7 +265,7 @@ void print_versions(const options& o, const plan& p) {
   print_run_head("# siege:    " + std::to_string(p.concurrency.size()) +
                      " concurrency value(s) x " + std::to_string(p.forms.size()) + " form(s) x " +
                      std::to_string(p.modes.size()) + " mode(s)",
-                 p.servers, p.root, p.url_path, p.expected);
+                 p.servers, p.served);
   std::string version;
   try {
     const temp_dir scratch("spool-bench-siege");
@@ -310,21 +298,17 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes) {
         for (std::uint64_t c : p.concurrency) {
           const std::string variant = variant_of(form, mode, c);
-          std::vector<contender> cs =
-              server_contenders("siege", variant, p.servers, 0, log,
-                                [&p, &log, form, mode, c, variant](const server_kind& k) {
-                                  return measure({variant, k, form, mode, c}, p, log);
-                                });
           // Threads: siege's users are the load; the row's thread count is not used (0).
-          std::vector<row> rows = measure_point("siege", variant, 0, m, std::move(cs), repeats);
-          log.settle(rows);
-          out.add(std::move(rows));
+          out.add(measure_servers("siege", variant, 0, m, p.servers, repeats, log,
+                                  [&p, &log, form, mode, c, variant](const server_kind& k) {
+                                    return measure({variant, k, form, mode, c}, p, log);
+                                  }));
         }
         print_form_table(out, p, form, mode, repeats, log);
       }
     }
   } catch (const std::exception& e) {
-    cannot_run(e.what());
+    cannot_run("siege", e.what());
   }
   report_failures("siege", log);
   if (o.plot_target.empty()) return;

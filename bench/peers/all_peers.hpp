@@ -6,7 +6,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "harness.hpp"
+#include "measure_point.hpp"
+#include "options.hpp"
 #include "peers/asio_peer.hpp"
 #include "peers/mutex_pool_peer.hpp"
 #include "peers/omp_peer.hpp"

@@ -14,25 +14,13 @@ namespace bench {
 
 // N threads; futures the way the conventional pools make them (std::packaged_task behind a
 // shared_ptr, since std::function must be copyable).
-class mutex_pool_peer {
+class mutex_pool_peer : public waits_idle<mutex_pool_peer, mutex_pool> {
  public:
   static constexpr std::string_view name = "mutex_pool";
-  static constexpr std::string_view no_future{};
   static constexpr std::string_view no_fork_join = blocking_wait_deadlocks;
-  static constexpr std::string_view no_round_trip{};
-  static constexpr std::string_view no_outside_producer{};
 
-  explicit mutex_pool_peer(unsigned threads) : pool_(threads) {}
+  explicit mutex_pool_peer(unsigned threads) : waits_idle(threads) {}
 
-  template <class F>
-  void post(F&& f) {
-    pool_.post(std::forward<F>(f));
-  }
-  template <class F>
-  void run_and_wait(F&& f) {
-    f();
-    pool_.wait_idle();
-  }
   template <class F>
   auto submit(F&& f) {
     using result = std::invoke_result_t<std::decay_t<F>>;
@@ -41,13 +29,6 @@ class mutex_pool_peer {
     pool_.post([task] { (*task)(); });
     return future;
   }
-  template <class F>
-  void round_trip(F&& f) {
-    submit(std::forward<F>(f)).get();
-  }
-
- private:
-  mutex_pool pool_;
 };
 
 }  // namespace bench

@@ -8,19 +8,19 @@
 #include <type_traits>
 #include <utility>
 
+#include "peers/peer.hpp"
+
 namespace bench {
 
 // A team of N threads (num_threads(N), dynamic adjustment off). The caller of run_and_wait()
 // becomes one of them: it runs the posting code in `single` while the others take the tasks,
 // then works in the closing barrier. Tasks exist only inside that region, hence no
 // outside producer and no future.
-class omp_peer {
+class omp_peer : public peer_base<omp_peer> {
  public:
   static constexpr std::string_view name = "omp";
   static constexpr std::string_view no_future =
       "OpenMP tasks have no future: completion is seen only at taskwait or a barrier";
-  static constexpr std::string_view no_fork_join{};
-  static constexpr std::string_view no_round_trip{};
   static constexpr std::string_view no_outside_producer =
       "tasks can be created only by the team inside a parallel region, and libgomp runs them "
       "inline once 64 per thread are queued: no throttled outside producer";

@@ -16,6 +16,8 @@
 //   round_trip(F)          hands F to a pool thread and waits for it, the way a user of that
 //                          pool would                                  (no_round_trip)
 //   and a producer outside the pool posting while N threads consume   (no_outside_producer)
+// An adapter derives from peer_base<itself>, which gives every reason empty (the pool runs
+// everything) and round_trip() as submit(f).get(); the adapter declares what differs.
 #pragma once
 
 #include <atomic>
@@ -23,8 +25,9 @@
 #include <concepts>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
-#include "harness.hpp"
+#include "measure_point.hpp"
 
 namespace bench {
 
@@ -44,6 +47,20 @@ concept peer_adapter = requires(P p) {
   p.run_and_wait([] {});
   // Not std::constructible_from: tbb::task_group's destructor may throw.
   requires std::is_constructible_v<P, unsigned>;
+};
+
+// What an adapter has unless it says otherwise: no reason not to run a workload, and a round
+// trip through a future.
+template <class Derived>
+class peer_base {
+ public:
+  static constexpr std::string_view no_future{}, no_fork_join{}, no_round_trip{},
+      no_outside_producer{};
+
+  template <class F>
+  void round_trip(F&& f) {
+    static_cast<Derived&>(*this).submit(std::forward<F>(f)).get();
+  }
 };
 
 // How the pools without a wait of their own (asio, tbb_arena) learn that everything posted has
@@ -70,6 +87,54 @@ class completion_counter {
 
  private:
   std::atomic<int> pending_{0};  // int: the type libstdc++ waits on with a futex directly
+};
+
+// The base of an adapter over a pool with a wait of its own for everything posted
+// (wait_idle(): spool, mutex_pool): it holds the pool, made from the constructor's arguments.
+template <class Derived, class Pool>
+class waits_idle : public peer_base<Derived> {
+ public:
+  template <class F>
+  void post(F&& f) {
+    pool_.post(std::forward<F>(f));
+  }
+  template <class F>
+  void run_and_wait(F&& f) {
+    f();
+    pool_.wait_idle();
+  }
+
+ protected:
+  template <class... Args>
+  explicit waits_idle(Args&&... args) : pool_(std::forward<Args>(args)...) {}
+  Pool pool_;
+};
+
+// The base of an adapter over a pool with no wait of its own for posted work (asio,
+// tbb_arena): the adapter posts counted(f) instead of f, and run_and_wait() returns when every
+// task so posted has run. The counted task calls f as const (TBB calls its functors so).
+template <class Derived>
+class counted_posts : public peer_base<Derived> {
+ public:
+  template <class F>
+  void run_and_wait(F&& f) {
+    f();
+    pending_.wait();
+  }
+
+ protected:
+  template <class F>
+  auto counted(F&& f) {
+    pending_.add();
+    return [this, fn = std::decay_t<F>(std::forward<F>(f))] {
+      fn();
+      pending_.done();
+    };
+  }
+
+ private:
+  // A base: destroyed after the adapter's pool, whose threads run the counted tasks.
+  completion_counter pending_;
 };
 
 // Makes the pool start its threads (TBB and OpenMP create them on first use) so that no

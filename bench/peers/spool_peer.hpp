@@ -8,29 +8,25 @@
 #include <string_view>
 #include <utility>
 
+#include "peers/peer.hpp"
+
 namespace bench {
 
 // N workers; the calling thread is not one of them: it submits, then blocks in wait_idle() or
 // future::get(). A task that waits on a future runs other tasks meanwhile (help-while-wait).
-class spool_peer {
+class spool_peer : public waits_idle<spool_peer, spool::pool> {
  public:
   static constexpr std::string_view name = "spool";
-  static constexpr std::string_view no_future{};
-  static constexpr std::string_view no_fork_join{};
-  static constexpr std::string_view no_round_trip{};
-  static constexpr std::string_view no_outside_producer{};
 
-  explicit spool_peer(unsigned threads) : pool_(make_config(threads)) {}
+  explicit spool_peer(unsigned threads) : waits_idle(make_config(threads)) {}
+  // A pool of another shape (elastic sizing), its configuration taken as it is.
+  explicit spool_peer(spool::config cfg) : waits_idle(std::move(cfg)) {}
 
   // config::spin_rounds for the pools made from here on (spool-bench --spin-rounds).
   static inline unsigned spin_rounds = spool::config{}.spin_rounds;
   // config::defer_period likewise (spool-bench --defer-period).
   static inline std::chrono::microseconds defer_period = spool::config{}.defer_period;
 
-  template <class F>
-  void post(F&& f) {
-    pool_.post(std::forward<F>(f));
-  }
   // spool's bulk submission: n tasks calling f(i), submitted in one call (pool.post_n: the
   // workers share one copy of f and take the indices in chunks). Inside run_and_wait().
   template <class F>
@@ -38,17 +34,8 @@ class spool_peer {
     pool_.post_n(n, f);
   }
   template <class F>
-  void run_and_wait(F&& f) {
-    f();
-    pool_.wait_idle();
-  }
-  template <class F>
   auto submit(F&& f) {
     return pool_.submit(std::forward<F>(f));
-  }
-  template <class F>
-  void round_trip(F&& f) {
-    pool_.submit(std::forward<F>(f)).get();
   }
   // spool's fork/join: the child goes onto this worker's own deque from this frame (no
   // allocation), here() runs, and the worker takes the child back or, if it was stolen, runs
@@ -60,6 +47,7 @@ class spool_peer {
 
   // The pool itself, for the library's algorithms (spool::parallel_sort in quicksort).
   spool::pool& native() noexcept { return pool_; }
+  const spool::pool& native() const noexcept { return pool_; }
 
  private:
   static spool::config make_config(unsigned threads) {
@@ -70,7 +58,6 @@ class spool_peer {
     cfg.defer_period = defer_period;
     return cfg;
   }
-  spool::pool pool_;
 };
 
 }  // namespace bench

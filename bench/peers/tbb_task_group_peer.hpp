@@ -10,17 +10,18 @@
 #include <string_view>
 #include <utility>
 
+#include "peers/peer.hpp"
+
 namespace bench {
 
 // task_arena(N, 1): N slots, one of them reserved for the thread that enters the arena. That
 // thread (the caller of run_and_wait) posts and then works inside task_group::wait() as one of
 // the N, beside N-1 TBB workers; this is how TBB is meant to be driven from outside.
-class tbb_task_group_peer {
+class tbb_task_group_peer : public peer_base<tbb_task_group_peer> {
  public:
   static constexpr std::string_view name = "tbb_task_group";
   static constexpr std::string_view no_future =
       "tbb::task_group has no per-task future (a task reports through captured state)";
-  static constexpr std::string_view no_fork_join{};
   static constexpr std::string_view no_round_trip =
       "task_group::wait() runs the task on the waiting thread itself: no hand-off to time "
       "(see tbb_arena)";

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "process_stats.hpp"
+
 namespace bench {
 
 std::string nginx_config(const nginx_settings& s, const std::string& dir, std::uint16_t port) {
@@ -66,6 +68,14 @@ std::unique_ptr<running_server> start_nginx(const nginx_settings& s) {
   return std::make_unique<running_server>(
       "nginx", std::move(dir), std::move(process), log, port,
       running_server::stop_rule{SIGQUIT, std::chrono::seconds(15)});
+}
+
+server_kind nginx_kind(const std::string& binary, const std::string& root) {
+  nginx_settings s;
+  s.binary = binary;
+  s.root = root;
+  s.workers = online_cpus();  // as many as spoold's event loops (its --loops default)
+  return {"nginx", [s] { return start_nginx(s); }};
 }
 
 }  // namespace bench

@@ -10,8 +10,11 @@
 
 namespace bench {
 
+// Where the experiments expect nginx (the distribution's package, scripts/install-deps.sh).
+inline constexpr const char* nginx_binary = "/usr/sbin/nginx";
+
 struct nginx_settings {
-  std::string binary = "/usr/sbin/nginx";
+  std::string binary = nginx_binary;
   std::string root;      // the static files
   unsigned workers = 2;  // worker_processes
   unsigned worker_connections = 20000;
@@ -23,5 +26,8 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
 // Starts a master with its workers in the foreground (daemon off) on a free port and waits
 // until it accepts connections. Stopped with SIGQUIT (graceful: finish requests, then exit).
 std::unique_ptr<running_server> start_nginx(const nginx_settings& s);
+
+// nginx as one server of a comparison ("nginx"), with one worker per online CPU, serving `root`.
+server_kind nginx_kind(const std::string& binary, const std::string& root);
 
 }  // namespace bench

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "servers/child_process.hpp"
-#include "servers/lab.hpp"
+#include "servers/failure_log.hpp"
 #include "servers/temp_dir.hpp"
 
 namespace bench {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "servers/lab.hpp"
+#include "servers/failure_log.hpp"
 
 namespace bench {
 
@@ -93,6 +93,25 @@ std::unique_ptr<running_server> start_spoold(const spoold_settings& s) {
   return std::make_unique<running_server>(
       name, std::move(dir), std::move(process), log, *port,
       running_server::stop_rule{SIGTERM, std::chrono::seconds(20)});
+}
+
+server_kind spoold_kind(const std::string& binary, const std::string& root,
+                        const std::string& variant, const std::vector<std::string>& extra_args) {
+  spoold_settings s{binary, root, "", extra_args};
+  if (!variant.empty()) {
+    const spoold_variant v = spoold_variant_of(variant);
+    s.model = v.model;
+    s.extra_args = v.extra_args;
+    s.extra_args.insert(s.extra_args.end(), extra_args.begin(), extra_args.end());
+  }
+  return {variant.empty() ? "spoold" : "spoold (" + variant + ")", [s] { return start_spoold(s); }};
+}
+
+std::string short_server_name(const std::string& row_name) {
+  const std::string prefix = "spoold (";
+  if (row_name.rfind(prefix, 0) == 0 && row_name.back() == ')')
+    return row_name.substr(prefix.size(), row_name.size() - prefix.size() - 1);
+  return row_name;
 }
 
 }  // namespace bench

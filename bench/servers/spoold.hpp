@@ -52,4 +52,13 @@ std::optional<std::uint16_t> listening_port(std::string_view startup_line);
 // port from its startup line and waits until it accepts connections. Stopped with SIGTERM.
 std::unique_ptr<running_server> start_spoold(const spoold_settings& s);
 
+// spoold as one server of a comparison: "spoold" for its default model (variant ""), else
+// "spoold (VARIANT)" with the variant's --model and options. `extra_args` go after them
+// (--max-connections).
+server_kind spoold_kind(const std::string& binary, const std::string& root,
+                        const std::string& variant, const std::vector<std::string>& extra_args);
+// The variant in a row name: "spoold (queue)" gives "queue", anything else itself ("nginx",
+// "spoold").
+std::string short_server_name(const std::string& row_name);
+
 }  // namespace bench

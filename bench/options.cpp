@@ -1,21 +1,15 @@
-#include "harness.hpp"
+#include "options.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
-#include <thread>
 
-#include "child_measurement.hpp"
 #include "peers/peer_names.hpp"
 
 namespace bench {
 
 namespace {
-
-const steady::time_point program_start = steady::now();
 
 [[noreturn]] void usage_error(const options& o, const std::string& what) {
   std::fprintf(stderr, "spool-bench %s: %s (see spool-bench %s --help)\n", o.subcommand.c_str(),
@@ -269,132 +263,6 @@ options parse_options(int argc, char** argv, const experiment* exp) {
   }
   return o;
 }
-
-namespace {
-
-// Ends the program with a message if one measurement runs far longer than any should: a lost
-// wake-up or a deadlock in a pool would otherwise hang the run (and the smoke test) silently.
-// It never wakes periodically at a short interval (the idle experiment counts wake-ups): it
-// sleeps until the armed deadline, or for a whole limit when nothing is armed, since anything
-// armed meanwhile is due no sooner than that.
-class watchdog {
- public:
-  explicit watchdog(std::chrono::seconds limit) : limit_(limit) {
-    std::thread([this] { watch(); }).detach();  // lives as long as the process
-  }
-  void arm(std::string what) {
-    std::lock_guard lock(mutex_);
-    what_ = std::move(what);
-    deadline_ = steady::now() + limit_;
-  }
-  void disarm() {
-    std::lock_guard lock(mutex_);
-    deadline_ = steady::time_point::max();
-  }
-
- private:
-  void watch() {
-    for (;;) {
-      steady::time_point wake;
-      {
-        std::lock_guard lock(mutex_);
-        if (deadline_ != steady::time_point::max() && steady::now() >= deadline_) {
-          std::fprintf(
-              stderr,
-              "spool-bench: %s has not finished after %lld s: stuck (deadlock or lost wake-up?)\n",
-              what_.c_str(), static_cast<long long>(limit_.count()));
-          std::_Exit(4);
-        }
-        wake = deadline_ == steady::time_point::max() ? steady::now() + limit_ : deadline_;
-      }
-      std::this_thread::sleep_until(wake);
-    }
-  }
-
-  const std::chrono::seconds limit_;
-  std::mutex mutex_;
-  std::string what_;
-  steady::time_point deadline_ = steady::time_point::max();
-};
-
-watchdog* the_watchdog = nullptr;  // set once by start_watchdog(); never destroyed
-
-bool in_children = true;  // measure_in_children()
-
-// The measurement from a child process, or the end of the program with a message.
-sample measured_in_child(const std::string& what, const std::function<sample()>& run) {
-  child_outcome out = run_in_child([&] {
-    // The watchdog's thread was not copied into the child, and its mutex may have been copied
-    // locked; the parent's watchdog covers the child, which dies with the parent.
-    the_watchdog = nullptr;
-    return run();
-  });
-  if (out.result) return std::move(*out.result);
-  std::fprintf(stderr, "spool-bench: %s: the measurement's child process %s%s\n", what.c_str(),
-               out.failure.c_str(), out.exit_code == 3 ? " (a result check failed)" : "");
-  std::exit(out.exit_code == 3 ? 3 : 5);
-}
-
-}  // namespace
-
-void measure_in_children(bool on) { in_children = on; }
-
-void start_watchdog(std::chrono::seconds limit) {
-  if (the_watchdog == nullptr) the_watchdog = new watchdog(limit);
-}
-
-void watched(const std::string& what, const std::function<void()>& body) {
-  if (the_watchdog) the_watchdog->arm(what);
-  body();
-  if (the_watchdog) the_watchdog->disarm();
-}
-
-contender not_available(std::string variant, std::string_view peer, std::string_view why) {
-  return contender{std::move(variant), std::string(peer), std::string(why), {}};
-}
-
-std::vector<row> measure_point(std::string_view experiment, std::string_view label,
-                               unsigned threads, const metric& m, std::vector<contender> contenders,
-                               int repeat) {
-  std::vector<row> rows;
-  for (const contender& c : contenders) {
-    const unsigned t = c.threads != 0 ? c.threads : threads;
-    rows.push_back(row{std::string(experiment), c.variant, c.peer, t, m, c.not_available, {}, {}});
-  }
-  for (int rep = 1; rep <= repeat; ++rep) {
-    progress("%.*s %.*s threads=%u: repeat %d/%d", static_cast<int>(experiment.size()),
-             experiment.data(), static_cast<int>(label.size()), label.data(), threads, rep, repeat);
-    for (std::size_t i = 0; i < contenders.size(); ++i) {
-      const contender& c = contenders[i];
-      if (!c.not_available.empty()) continue;
-      const std::string what = std::string(experiment) + " '" + c.variant + "' on " + c.peer +
-                               " with " + std::to_string(rows[i].threads) + " threads";
-      if (the_watchdog) the_watchdog->arm(what);
-      rows[i].samples.push_back(in_children && !c.in_process ? measured_in_child(what, c.run)
-                                                             : c.run());
-      if (the_watchdog) the_watchdog->disarm();
-    }
-  }
-  return rows;
-}
-
-void progress(const char* format, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(text, sizeof text, format, args);
-  va_end(args);
-  std::fprintf(stderr, "[%7.1fs] %s\n", seconds_since(program_start), text);
-}
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "spool-bench: result check failed: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::_Exit(3);  // may be on a pool's thread: no static destructors under running pools
-}
-
-void settle(std::chrono::milliseconds quiet) { std::this_thread::sleep_for(quiet); }
 
 std::string count_label(std::uint64_t n) {
   if (n >= 1'000'000 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";

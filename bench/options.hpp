@@ -1,12 +1,10 @@
-// harness.hpp: what every experiment shares: the options, the interleaved repeat loop, progress
-// lines, result checks and clocks.
+// options.hpp: spool-bench's command line: the options every experiment reads, the
+// experiments' own parameters, and the subcommand an experiment is.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
+#include <cstdio>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,56 +76,6 @@ struct experiment {
 // Exits with a message on a bad option.
 options parse_options(int argc, char** argv, const experiment* exp);
 void print_common_help(std::FILE* out);
-
-// Something measured at a point: a peer, or a single-threaded baseline.
-struct contender {
-  std::string variant;
-  std::string peer;
-  std::string not_available;    // non-empty: not run, shown as n/a with this reason
-  std::function<sample()> run;  // one measurement
-  // Measured in spool-bench's own process even by default: for a run that must change state
-  // the caller keeps (see server_contenders), and that starts no peer's runtime here.
-  bool in_process = false;
-  // The pool size this contender measures, when a point holds several (0: the point's own).
-  unsigned threads = 0;
-};
-contender not_available(std::string variant, std::string_view peer, std::string_view why);
-
-// Runs every contender `repeat` times, interleaved (each repeat runs all of them in turn), so
-// that drift in a shared machine's load hits all alike. `label` names the point in progress lines.
-// Each measurement runs in a child process of its own (child_measurement.hpp) unless
-// measure_in_children(false) was called or the contender is in_process. A child that fails
-// ends the program with a message naming the measurement: exit code 3 if a result check failed
-// (the child's check()), 5 otherwise (it crashed, was killed, or sent no whole sample).
-std::vector<row> measure_point(std::string_view experiment, std::string_view label,
-                               unsigned threads, const metric& m, std::vector<contender> contenders,
-                               int repeat);
-
-// --same-process: measure_point runs every measurement in this process (for gdb and perf, and
-// to compare with the figures taken in child processes).
-void measure_in_children(bool on);
-
-// From then on, a single measurement that runs longer than `limit` ends the program with a
-// message naming it, instead of hanging (a deadlock or lost wake-up in a pool). A measurement
-// in a child process is timed by this process's watchdog, and dies with the program.
-void start_watchdog(std::chrono::seconds limit);
-// Runs `body` under the watchdog, as measure_point runs each measurement; `what` names it.
-void watched(const std::string& what, const std::function<void()>& body);
-
-// A line on stderr, prefixed with the time since the program started.
-void progress(const char* format, ...) __attribute__((format(printf, 1, 2)));
-
-// A result that is wrong (unsorted array, lost tasks) makes every figure meaningless: stop.
-void check(bool ok, const std::string& what);
-
-using steady = std::chrono::steady_clock;
-inline double seconds_since(steady::time_point t0) {
-  return std::chrono::duration<double>(steady::now() - t0).count();
-}
-
-// Lets threads left spinning by the previous run (TBB's and OpenMP's idle workers spin before
-// they sleep; with --same-process they outlive the run) go quiet before the next measurement.
-void settle(std::chrono::milliseconds quiet = std::chrono::milliseconds(10));
 
 // "200k", "10M": for variant labels.
 std::string count_label(std::uint64_t n);
