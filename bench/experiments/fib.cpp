@@ -38,8 +38,8 @@ void leaves_of(int n, int cutoff, std::vector<int>& out) {
 // and sum their serial fibs, while the caller waits for the last leaf. That is the shape of the
 // pools' runs here (the root is posted; the caller waits), without tasks, so it shows what a
 // pool could reach in that repeat: a shared VM's vCPUs need not give `threads` times one
-// thread's speed, nor the same speed from one millisecond to the next (see
-// docs/bench/history.md, "fib against an ideal schedule").
+// thread's speed, nor the same speed from one millisecond to the next (BENCHMARKS.md, "The
+// machine").
 sample ideal_ms(std::int64_t expected, const std::vector<int>& leaves, unsigned threads) {
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};  // leaves summed into `sum`
@@ -59,9 +59,9 @@ sample ideal_ms(std::int64_t expected, const std::vector<int>& leaves, unsigned 
   // The caller waits for the last leaf, not for every thread: a thread that wakes after the
   // leaves are gone costs nothing, as an idle worker costs a pool nothing.
   std::latch ready(threads), start(1);
-  std::vector<std::jthread> helpers;
+  std::vector<std::jthread> leaf_takers;
   for (unsigned i = 0; i < threads; ++i)
-    helpers.emplace_back([&] {
+    leaf_takers.emplace_back([&] {
       ready.count_down();
       start.wait();
       take_leaves();
