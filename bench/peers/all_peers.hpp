@@ -1,4 +1,4 @@
-// all_peers.hpp: the peers in the order they run and are printed (spool first), and the helper
+// all_peers.hpp: the peers in the order they run and are printed (spool first), and the function
 // that turns them into the contenders of a measurement point.
 #pragma once
 
