@@ -62,9 +62,10 @@ bool connection::input_buffer::make_room(std::size_t chunk, std::size_t limit) {
 // connection: life
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
-                       steady_clock::time_point now)
-    : ctx_(ctx), driver_(driver), io_(make_transport(a.fd)), last_activity_(now), peer_(a.peer) {
-  a.fd = -1;  // the transport's now
+                       steady_clock::time_point now) noexcept
+    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer) {
+  a.fd = -1;  // socket_'s now
+  driver_.opened();
   ctx_.counters.connection_opened();
 }
 
@@ -72,10 +73,10 @@ connection::~connection() { close(); }
 
 void connection::close() noexcept {
   if (closed()) return;
-  io_->close();
+  socket_.close();
   file_.reset();
   ctx_.counters.connection_closed();
-  driver_.closed(*this);
+  driver_.closed();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,7 +351,7 @@ void connection::respond(const request_info& info, http::response r) {
 
 void connection::set_nodelay() noexcept {
   if (nodelay_) return;
-  io_->set_nodelay();
+  socket_.set_nodelay();
   nodelay_ = true;
 }
 

@@ -28,6 +28,7 @@
 #include "http/response.hpp"
 #include "models/listener.hpp"
 #include "models/model.hpp"
+#include "models/stop_signal.hpp"
 #include "models/transport.hpp"
 #include "net.hpp"
 
@@ -47,7 +48,9 @@ http::response run_job_here(blocking_job& job);
 
 class connection;
 
-// What a connection needs from whoever drives it.
+// What a connection needs from whoever drives it. Only run_job() is virtual: it is called for
+// requests with blocking work alone, which pay for a hand-off anyway; what every request asks
+// (stopping) and every connection tells (opened, closed) are plain calls.
 class connection_driver {
  public:
   // A blocking job for `c`'s current request. Returns the answer if the job ran at once (or could
@@ -55,33 +58,47 @@ class connection_driver {
   // then calls c.job_done() with the answer, on the connection's thread.
   virtual std::optional<http::response> run_job(connection& c, blocking_job&& job) = 0;
   // The server is stopping: from now on answers say Connection: close.
-  [[nodiscard]] virtual bool stopping() const noexcept = 0;
-  // `c` has closed its socket (called once per connection, also from its destructor).
-  virtual void closed(connection& c) noexcept { (void)c; }
+  [[nodiscard]] bool stopping() const noexcept { return stop_.raised(); }
+  // Connections of this driver whose socket is open.
+  [[nodiscard]] std::size_t open_connections() const noexcept { return open_; }
 
   // Where the connections of this driver parse their requests: one per driver thread, so that
   // its vectors keep their capacity from one request to the next.
   http::request request;
 
  protected:
-  connection_driver() = default;
+  // `budget`: where a closing connection gives back the place its accepting thread admitted it
+  // to (nullptr: the driver's model counts connections itself).
+  explicit connection_driver(const stop_signal& stop, connection_budget* budget = nullptr) noexcept
+      : stop_(stop), budget_(budget) {}
   ~connection_driver() = default;
   connection_driver(const connection_driver&) = delete;
   connection_driver& operator=(const connection_driver&) = delete;
+
+ private:
+  friend class connection;
+  void opened() noexcept { ++open_; }
+  void closed() noexcept {
+    --open_;
+    if (budget_ != nullptr) budget_->release();
+  }
+
+  const stop_signal& stop_;
+  connection_budget* budget_;
+  std::size_t open_ = 0;  // touched by the driver's thread only
 };
 
 class connection {
  public:
-  // Takes the accepted socket and counts the connection as opened. If the constructor throws (no
-  // memory for the transport), the socket is still the caller's.
+  // Takes the accepted socket and counts the connection as opened.
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
-             steady_clock::time_point now);
+             steady_clock::time_point now) noexcept;
   ~connection();  // closes the socket if still open; not virtual: delete the type you made
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  [[nodiscard]] int fd() const noexcept { return io_->fd(); }
-  [[nodiscard]] bool closed() const noexcept { return io_->fd() < 0; }
+  [[nodiscard]] int fd() const noexcept { return socket_.fd(); }
+  [[nodiscard]] bool closed() const noexcept { return socket_.fd() < 0; }
   [[nodiscard]] bool job_pending() const noexcept { return job_pending_; }
 
   // The socket is ready: takes what it holds, as far as input is taken now, and sends what is
@@ -169,7 +186,10 @@ class connection {
 
   server_context& ctx_;
   connection_driver& driver_;
-  std::unique_ptr<transport> io_;
+  // The socket, held in place (not allocated apart); io_ is what every read and write goes
+  // through: the socket itself, or a transport layered on it (transport.hpp).
+  socket_transport socket_;
+  transport* io_ = &socket_;
   input_buffer in_;
   std::string out_;
   std::size_t out_sent_ = 0;

@@ -5,7 +5,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -43,13 +42,11 @@ struct completion {
   http::response response;
 };
 
-class epoll_model;
-
 // The driver of its connections: runs their blocking jobs on the pool and resumes them when the
 // answer comes back (through done_ and the eventfd).
 class event_loop final : public connection_driver {
  public:
-  event_loop(epoll_model& model, server_context& ctx, int index);
+  event_loop(server_context& ctx, const stop_signal& stop, connection_budget& budget, int index);
   ~event_loop();
 
   void open_listener(std::uint16_t port) {
@@ -60,13 +57,10 @@ class event_loop final : public connection_driver {
   void join() {
     if (thread_.joinable()) thread_.join();
   }
-  void request_stop();
+  // Wakes the loop from epoll_wait (another thread: the stop, a completion).
+  void wake() const;
 
   std::optional<http::response> run_job(connection& c, blocking_job&& job) override;
-  [[nodiscard]] bool stopping() const noexcept override {
-    return stop_.load(std::memory_order_acquire);
-  }
-  void closed(connection& c) noexcept override;
 
  private:
   // From a pool worker: the blocking job of `c` produced `r`.
@@ -82,10 +76,9 @@ class event_loop final : public connection_driver {
   void sweep(steady_clock::time_point now);
   void begin_shutdown(steady_clock::time_point now);
   void enqueue(loop_connection* c);
-  void notify() const;
 
-  epoll_model& model_;
   server_context& ctx_;
+  connection_budget& budget_;
   int index_;
   listener listener_;
   int epoll_fd_ = -1;
@@ -94,13 +87,11 @@ class event_loop final : public connection_driver {
   bool shutdown_started_ = false;
   steady_clock::time_point grace_deadline_{};
   steady_clock::time_point accept_paused_until_{};
-  std::atomic<bool> stop_{false};
   // Every connection object, open or closed. A closed one stays listed until neither a pool job
   // nor the ready list refers to it (free_if_unreferenced), and is deleted only at the end of
   // the loop's turn (bury_dead): the turn's epoll_event array may still name it.
   loop_connection* connections_ = nullptr;
   std::vector<loop_connection*> dead_;
-  std::size_t live_ = 0;                 // open connections
   std::vector<loop_connection*> ready_;  // connections with more pipelined work
   std::vector<loop_connection*> ready_turn_;
   std::mutex done_mu_;
@@ -116,7 +107,7 @@ class epoll_model : public server_model {
     const unsigned loops = ctx_.opts.loops == 0 ? 1 : ctx_.opts.loops;
     std::uint16_t port = ctx_.opts.port;
     for (unsigned i = 0; i < loops; ++i) {
-      loops_.push_back(std::make_unique<event_loop>(*this, ctx_, static_cast<int>(i)));
+      loops_.push_back(std::make_unique<event_loop>(ctx_, stop_, budget_, static_cast<int>(i)));
       loops_.back()->open_listener(port);
       port = loops_.back()->port();  // the next loops bind the port the first one got
     }
@@ -125,19 +116,18 @@ class epoll_model : public server_model {
   }
 
   void stop() override {
-    for (auto& loop : loops_) loop->request_stop();
+    stop_.raise();
+    for (auto& loop : loops_) loop->wake();
   }
 
   void wait() override {
     for (auto& loop : loops_) loop->join();
   }
 
-  // The --max-connections budget, shared by every loop.
-  connection_budget& budget() noexcept { return budget_; }
-
  private:
   server_context& ctx_;
-  connection_budget budget_;
+  stop_signal stop_;
+  connection_budget budget_;  // --max-connections, shared by every loop
   std::vector<std::unique_ptr<event_loop>> loops_;
 };
 
@@ -149,8 +139,9 @@ void check(int rc, const char* what) {
   if (rc < 0) throw std::system_error(errno, std::generic_category(), what);
 }
 
-event_loop::event_loop(epoll_model& model, server_context& ctx, int index)
-    : model_(model), ctx_(ctx), index_(index) {
+event_loop::event_loop(server_context& ctx, const stop_signal& stop, connection_budget& budget,
+                       int index)
+    : connection_driver(stop, &budget), ctx_(ctx), budget_(budget), index_(index) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   check(epoll_fd_, "epoll_create1");
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -183,15 +174,10 @@ void event_loop::start() {
   thread_ = std::thread([this] { run(); });
 }
 
-void event_loop::notify() const {
+void event_loop::wake() const {
   std::uint64_t one = 1;
   // EAGAIN means the counter is already non-zero: the loop will wake anyway.
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
-}
-
-void event_loop::request_stop() {
-  stop_.store(true, std::memory_order_release);
-  notify();
 }
 
 std::optional<http::response> event_loop::run_job(connection& c, blocking_job&& job) {
@@ -211,13 +197,7 @@ void event_loop::complete(loop_connection* c, http::response r) {
     done_.push_back({c, std::move(r)});
   }
   // One wake-up per batch: a non-empty list means a wake-up is already on its way.
-  if (was_empty) notify();
-}
-
-void event_loop::closed(connection& c) noexcept {
-  (void)c;
-  --live_;
-  model_.budget().release();
+  if (was_empty) wake();
 }
 
 void event_loop::run() {
@@ -260,7 +240,7 @@ void event_loop::run() {
       next_sweep = now + sweep_interval;
     }
     if (shutdown_started_) {
-      if (live_ == 0) break;
+      if (open_connections() == 0) break;
       if (now >= grace_deadline_) {
         // The grace period is over: close what is left. Pending jobs still hold their
         // connection objects; the completions are dropped with the loop.
@@ -288,11 +268,10 @@ void event_loop::begin_shutdown(steady_clock::time_point now) {
 void event_loop::accept_all(steady_clock::time_point now) {
   if (!listening_) return;
   const accept_outcome got = listener_.accept_pending(accepts_per_turn, [&](accepted&& a) {
-    if (!model_.budget().admit()) {
+    if (!budget_.admit()) {
       refuse_connection(ctx_, std::move(a));
       return;
     }
-    ++live_;
     auto* c = new loop_connection(ctx_, *this, std::move(a), now);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;

@@ -10,17 +10,13 @@ namespace spoold {
 
 class inline_driver final : public connection_driver {
  public:
-  explicit inline_driver(const stop_signal& stop) noexcept : stop_(stop) {}
+  explicit inline_driver(const stop_signal& stop) noexcept : connection_driver(stop) {}
 
   // The thread has nothing else to do (or, in poll, nobody else to give the job to).
   std::optional<http::response> run_job(connection& c, blocking_job&& job) override {
     (void)c;
     return run_job_here(job);
   }
-  [[nodiscard]] bool stopping() const noexcept override { return stop_.raised(); }
-
- private:
-  const stop_signal& stop_;
 };
 
 struct serve_options {

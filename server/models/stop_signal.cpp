@@ -53,10 +53,8 @@ void stop_signal::note_raised() const noexcept {
   raised_.store(true, std::memory_order_release);
 }
 
-bool stop_signal::raised() const noexcept {
-  if (raised_.load(std::memory_order_acquire)) return true;
-  if (!child_) return false;
-  // The parent's flag is not ours: look at the pipe.
+bool stop_signal::pipe_closed() const noexcept {
+  // In a child the parent's flag is not ours: look at the pipe.
   pollfd p{read_fd_, POLLIN, 0};
   if (::poll(&p, 1, 0) > 0) {
     note_raised();

@@ -25,9 +25,12 @@ class stop_signal {
   stop_signal& operator=(const stop_signal&) = delete;
 
   void raise() noexcept;  // idempotent
-  // True once raised. In a forked child this looks at the pipe (one poll() call) until it has
-  // seen the stop.
-  [[nodiscard]] bool raised() const noexcept;
+  // True once raised: one atomic load in the process that raises it. In a forked child this also
+  // looks at the pipe (one poll() call) until it has seen the stop.
+  [[nodiscard]] bool raised() const noexcept {
+    if (raised_.load(std::memory_order_acquire)) return true;
+    return child_ && pipe_closed();
+  }
   // When the stop was raised; in a child, when it first saw it. steady_clock::now() before.
   [[nodiscard]] steady_clock::time_point raised_at() const noexcept;
   // Readable (POLLIN or POLLHUP) once raised.
@@ -39,6 +42,7 @@ class stop_signal {
 
  private:
   void note_raised() const noexcept;
+  [[nodiscard]] bool pipe_closed() const noexcept;  // notes the stop if so
 
   int read_fd_ = -1;
   std::atomic<int> write_fd_{-1};  // -1 once raised (or in a child)

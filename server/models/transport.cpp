@@ -64,8 +64,4 @@ io_result socket_transport::send_file(int file_fd, std::uint64_t& offset,
 
 bool socket_transport::shutdown_write() noexcept { return ::shutdown(fd_, SHUT_WR) == 0; }
 
-std::unique_ptr<transport> make_transport(int fd) {
-  return std::make_unique<socket_transport>(fd);
-}
-
 }  // namespace spoold

@@ -1,5 +1,6 @@
 // Every byte a connection reads or writes goes through its transport. Today that is the plain
-// socket (socket_transport); a transport that encrypts takes its place behind the same calls.
+// socket (socket_transport), which the connection holds in place; a transport that encrypts is
+// layered on that socket and takes its place behind the same calls.
 //
 // Contract, for every implementation:
 //  - Calls never wait: the socket is non-blocking. `again` means "nothing can move now"; the
@@ -8,7 +9,8 @@
 //    The epoll model relies on it (edge-triggered: a short read stands for "drained", so no
 //    second read that would only say EAGAIN). A transport that hands out less than it has
 //    buffered (a TLS record at a time) keeps reading until the buffer is full or it would block.
-//  - One virtual call per read or write, never per byte.
+//  - One virtual call per read or write, never per byte: next to the system call it stands for,
+//    its cost does not show.
 //
 // How an encrypting transport fits (OpenSSL's non-blocking SSL_read/SSL_write):
 //  - SSL_ERROR_WANT_READ and SSL_ERROR_WANT_WRITE both become `again`; the handshake runs inside
@@ -19,13 +21,14 @@
 //  - send_file() cannot use sendfile(2): it reads the file range into a buffer (pread) and
 //    writes that, returning the bytes the peer accepted.
 //  - shutdown_write() sends close_notify before shutting the socket's sending side.
-//  - make_transport() (transport.cpp) is where an accepted socket gets its transport; the
-//    listener that accepted it is what decides.
+//  - The connection's constructor is where an accepted socket would get its layer: the
+//    connection keeps owning the socket (socket_transport closes it) and points its `io_` at
+//    the layer, which reads and writes the socket itself; the listener that accepted the socket
+//    is what decides.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 namespace spoold {
 
@@ -78,8 +81,5 @@ class socket_transport final : public transport {
   io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept override;
   bool shutdown_write() noexcept override;
 };
-
-// The transport of a socket just accepted (non-blocking); it owns `fd` from here on.
-std::unique_ptr<transport> make_transport(int fd);
 
 }  // namespace spoold
