@@ -1,8 +1,8 @@
 #include "net.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +18,14 @@ namespace {
 }
 
 }  // namespace
+
+std::string peer_address::text() const {
+  char text[INET_ADDRSTRLEN] = {};
+  if (storage.ss_family != AF_INET) return "-";
+  const auto& in = reinterpret_cast<const sockaddr_in&>(storage);
+  if (::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text) == nullptr) return "-";
+  return text;
+}
 
 int listen_tcp(const std::string& bind, std::uint16_t port, bool reuse_port) {
   const std::string where = bind + ":" + std::to_string(port);
@@ -42,18 +50,13 @@ int listen_tcp(const std::string& bind, std::uint16_t port, bool reuse_port) {
 }
 
 std::uint16_t local_port(int fd) {
-  sockaddr_in addr{};
+  sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     throw std::system_error(errno, std::generic_category(), "getsockname");
   }
-  return ntohs(addr.sin_port);
-}
-
-std::string format_ipv4(const sockaddr_in& addr) {
-  char text[INET_ADDRSTRLEN] = {};
-  if (::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text) == nullptr) return "-";
-  return text;
+  if (addr.ss_family != AF_INET) return 0;
+  return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
 }
 
 std::uint64_t raise_fd_limit() {

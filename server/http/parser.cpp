@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "http/body.hpp"
 #include "http/target.hpp"
 
 namespace spoold::http {
@@ -80,40 +81,7 @@ constexpr std::size_t max_method_length = 16;
 
 parse_result incomplete() { return {}; }
 
-parse_result fail(int status, std::string_view reason) {
-  parse_result r;
-  r.status = parse_status::error;
-  r.error_status = status;
-  r.error_reason = reason;
-  return r;
-}
-
-std::optional<method> lookup_method(std::string_view text) noexcept {
-  switch (text.size()) {
-    case 3:
-      if (text == "GET") return method::get;
-      if (text == "PUT") return method::put;
-      break;
-    case 4:
-      if (text == "HEAD") return method::head;
-      if (text == "POST") return method::post;
-      break;
-    case 5:
-      if (text == "PATCH") return method::patch;
-      if (text == "TRACE") return method::trace;
-      break;
-    case 6:
-      if (text == "DELETE") return method::del;
-      break;
-    case 7:
-      if (text == "OPTIONS") return method::options;
-      if (text == "CONNECT") return method::connect;
-      break;
-    default:
-      break;
-  }
-  return std::nullopt;
-}
+parse_result fail(int status, std::string_view reason) { return parse_failure(status, reason); }
 
 std::string_view trim_spaces(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -131,8 +99,7 @@ std::string_view line_at(std::string_view buf, std::size_t from, std::size_t lin
 // What the header lines said that the parser acts on.
 struct head_facts {
   bool has_host = false;
-  bool has_content_length = false;
-  bool has_transfer_encoding = false;
+  body_framing framing;
   bool connection_close = false;
   bool connection_keep_alive = false;
   bool expect_continue = false;
@@ -167,7 +134,7 @@ std::optional<parse_result> parse_method(std::string_view buf, std::size_t start
   if (i == buf.size()) return incomplete();
   if (i == start) return fail(400, "malformed request line");
   out.method_text = buf.substr(start, i - start);
-  const std::optional<method> m = lookup_method(out.method_text);
+  const std::optional<method> m = find_method(out.method_text);
   if (!m) return fail(501, "unknown method");
   out.verb = *m;
   return std::nullopt;
@@ -236,8 +203,7 @@ std::optional<parse_result> parse_request_line(std::string_view buf, std::size_t
 
 // "Content-Length: 123": digits only (a list such as "5, 5" is refused), no overflow, and a
 // repeated header must repeat the same value (else the body's end is ambiguous: smuggling).
-std::optional<parse_result> record_content_length(std::string_view value, head_facts& facts,
-                                                  request& out) {
+std::optional<parse_result> record_content_length(std::string_view value, body_framing& framing) {
   if (value.empty()) return fail(400, "malformed Content-Length");
   std::uint64_t n = 0;
   for (const char c : value) {
@@ -246,11 +212,11 @@ std::optional<parse_result> record_content_length(std::string_view value, head_f
     if (n > (UINT64_MAX - digit) / 10) return fail(400, "Content-Length too large");
     n = n * 10 + digit;
   }
-  if (facts.has_content_length && n != out.content_length) {
+  if (framing.has_content_length && n != framing.content_length) {
     return fail(400, "conflicting Content-Length headers");
   }
-  facts.has_content_length = true;
-  out.content_length = n;
+  framing.has_content_length = true;
+  framing.content_length = n;
   return std::nullopt;
 }
 
@@ -267,7 +233,7 @@ void record_connection(std::string_view value, head_facts& facts) noexcept {
 
 // The headers the parser itself must understand; names are compared by length first, so the
 // other headers cost one switch.
-std::optional<parse_result> record_header(const header& h, head_facts& facts, request& out) {
+std::optional<parse_result> record_header(const header& h, head_facts& facts) {
   switch (h.name.size()) {
     case 4:
       if (ascii_iequals(h.name, "host")) {
@@ -285,11 +251,11 @@ std::optional<parse_result> record_header(const header& h, head_facts& facts, re
       break;
     case 14:
       if (ascii_iequals(h.name, "content-length")) {
-        return record_content_length(h.value, facts, out);
+        return record_content_length(h.value, facts.framing);
       }
       break;
     case 17:
-      if (ascii_iequals(h.name, "transfer-encoding")) facts.has_transfer_encoding = true;
+      if (ascii_iequals(h.name, "transfer-encoding")) facts.framing.has_transfer_encoding = true;
       break;
     default:
       break;
@@ -311,7 +277,7 @@ std::optional<parse_result> parse_header_line(std::string_view line, head_facts&
   const std::string_view value = line.substr(colon + 1);
   if (!is_field_value(value)) return fail(400, "control character in a header value");
   out.headers.push_back({line.substr(0, colon), trim_spaces(value)});
-  return record_header(out.headers.back(), facts, out);
+  return record_header(out.headers.back(), facts);
 }
 
 // The header lines from `pos` up to and including the blank line; `head_end` is the index after
@@ -341,6 +307,14 @@ std::optional<parse_result> parse_headers(std::string_view buf, std::size_t star
 
 }  // namespace
 
+parse_result parse_failure(int status, std::string_view reason) noexcept {
+  parse_result r;
+  r.status = parse_status::error;
+  r.error_status = status;
+  r.error_reason = reason;
+  return r;
+}
+
 parse_result parse_request(std::string_view buffer, const limits& lim, request& out) {
   out.clear();
   std::size_t start = 0;
@@ -360,21 +334,7 @@ parse_result parse_request(std::string_view buffer, const limits& lim, request& 
   // An HTTP/1.0 client cannot know 100 Continue; RFC 9110, 10.1.1 says to ignore its Expect.
   out.expect_continue = http11 && facts.expect_continue;
   if (http11 && !facts.has_host) return fail(400, "missing Host header");
-  if (facts.has_transfer_encoding) return fail(411, "Transfer-Encoding is not supported");
-  if (out.content_length > lim.max_body) return fail(413, "request body too large");
-
-  const std::size_t body_have = buffer.size() - head_end;
-  if (body_have < out.content_length) {
-    parse_result r;
-    r.needs_continue = out.expect_continue && body_have == 0;
-    r.needed = head_end + static_cast<std::size_t>(out.content_length);
-    return r;
-  }
-  out.body = buffer.substr(head_end, static_cast<std::size_t>(out.content_length));
-  parse_result r;
-  r.status = parse_status::complete;
-  r.consumed = head_end + out.body.size();
-  return r;
+  return read_body(buffer, head_end, facts.framing, lim, out);
 }
 
 }  // namespace spoold::http

@@ -66,4 +66,7 @@ struct parse_result {
 
 parse_result parse_request(std::string_view buffer, const limits& lim, request& out);
 
+// An `error` result: answer `status`; `reason` is a static text.
+parse_result parse_failure(int status, std::string_view reason) noexcept;
+
 }  // namespace spoold::http

@@ -1,5 +1,7 @@
 #include "http/request.hpp"
 
+#include <iterator>
+
 namespace spoold::http {
 
 namespace {
@@ -7,6 +9,11 @@ namespace {
 constexpr unsigned char ascii_lower(unsigned char c) noexcept {
   return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + ('a' - 'A')) : c;
 }
+
+// Indexed by `method`, in its order; the most frequent first, since find_method looks in order.
+constexpr std::string_view method_names[] = {"GET",     "HEAD",  "POST",  "PUT",    "DELETE",
+                                             "OPTIONS", "PATCH", "TRACE", "CONNECT"};
+static_assert(std::size(method_names) == static_cast<std::size_t>(method::connect) + 1);
 
 }  // namespace
 
@@ -43,27 +50,15 @@ void request::clear() noexcept {
 }
 
 std::string_view method_name(method m) noexcept {
-  switch (m) {
-    case method::get:
-      return "GET";
-    case method::head:
-      return "HEAD";
-    case method::post:
-      return "POST";
-    case method::put:
-      return "PUT";
-    case method::del:
-      return "DELETE";
-    case method::options:
-      return "OPTIONS";
-    case method::patch:
-      return "PATCH";
-    case method::trace:
-      return "TRACE";
-    case method::connect:
-      return "CONNECT";
+  const auto i = static_cast<std::size_t>(m);
+  return i < std::size(method_names) ? method_names[i] : "UNKNOWN";
+}
+
+std::optional<method> find_method(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < std::size(method_names); ++i) {
+    if (method_names[i] == name) return static_cast<method>(i);
   }
-  return "UNKNOWN";
+  return std::nullopt;
 }
 
 }  // namespace spoold::http

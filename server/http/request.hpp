@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,8 @@ struct request {
 };
 
 std::string_view method_name(method m) noexcept;
+// The method a request line names (case-sensitive: "GET", not "get"); nullopt if unknown.
+std::optional<method> find_method(std::string_view name) noexcept;
 
 // ASCII case-insensitive equality (header names, tokens such as "close"); no locale.
 bool ascii_iequals(std::string_view a, std::string_view b) noexcept;

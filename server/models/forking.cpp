@@ -28,60 +28,39 @@
 #include <thread>
 #include <unordered_set>
 
-#include "models/model.hpp"
-#include "models/session.hpp"
-#include "net.hpp"
+#include "models/classic_model.hpp"
 
 namespace spoold {
 namespace {
 
-constexpr int accepts_per_turn = 64;
 constexpr auto reap_interval = std::chrono::milliseconds(100);
 // Children end by the grace period themselves; this much later the parent kills what is left.
 constexpr auto kill_margin = std::chrono::milliseconds(500);
 
-class forking_model final : public server_model {
+class forking_model : public classic_model {
  public:
-  explicit forking_model(server_context& ctx) : ctx_(ctx) {}
-  ~forking_model() override {
-    stop();
-    wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-  }
-
-  std::uint16_t start() override {
-    // One set of counters for the parent and every child: /metrics answers for the server.
-    ctx_.counters.share_across_processes();
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    const std::uint16_t port = local_port(listen_fd_);
-    acceptor_ = std::thread([this] { run(); });
-    return port;
-  }
-
-  void stop() override { stop_.raise(); }
-
-  void wait() override {
-    if (acceptor_.joinable()) acceptor_.join();
-  }
+  explicit forking_model(server_context& ctx)
+      : classic_model(ctx, {.blocking_accept = false, .log_flusher = false}) {}
 
  private:
+  void start_threads() override {
+    // One set of counters for the parent and every child: /metrics answers for the server.
+    ctx_.counters.share_across_processes();
+    spawn("spoold-accept", [this] { run(); });
+  }
+
   void run();
   void accept_some();
   void reap();
   void shut_down();
-  [[noreturn]] void child_main(int fd, const sockaddr_in& peer);
+  [[noreturn]] void child_main(accepted&& a);
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
   std::unordered_set<pid_t> children_;  // only the acceptor thread touches it
-  std::thread acceptor_;
 };
 
 void forking_model::run() {
-  name_this_thread("spoold-accept");
   while (!stop_.raised()) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
+    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
     // While children live, wake now and then to reap them. (SIGCHLD cannot be waited for
     // here: the other threads do not block it, so it may be delivered to any of them.)
     const int timeout = children_.empty() ? -1 : static_cast<int>(reap_interval.count());
@@ -98,40 +77,31 @@ void forking_model::run() {
 }
 
 void forking_model::accept_some() {
-  for (int i = 0; i < accepts_per_turn; ++i) {
-    sockaddr_in peer{};
-    socklen_t len = sizeof peer;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        std::perror("spoold: accept4");
-        stop_.wait_for(reap_interval);  // out of descriptors: let children finish first
-      }
+  const accept_outcome got = listener_.accept_pending(accepts_per_turn, [this](accepted&& a) {
+    if (children_.size() >= ctx_.opts.max_connections) {
+      refuse_connection(ctx_, std::move(a));
       return;
     }
-    if (children_.size() >= ctx_.opts.max_connections) {
-      refuse_connection(ctx_, fd);
-      continue;
-    }
     const pid_t pid = ::fork();
-    if (pid == 0) child_main(fd, peer);
+    if (pid == 0) child_main(std::move(a));
     if (pid < 0) {
       std::perror("spoold: fork");
-      refuse_connection(ctx_, fd);
-      continue;
+      refuse_connection(ctx_, std::move(a));
+      return;
     }
-    ::close(fd);  // the child's now
+    ::close(a.fd);  // the child's now
     children_.insert(pid);
+  });
+  if (got == accept_outcome::exhausted || got == accept_outcome::failed) {
+    stop_.wait_for(accept_pause);  // out of descriptors: let children finish first
   }
 }
 
-void forking_model::child_main(int fd, const sockaddr_in& peer) {
+void forking_model::child_main(accepted&& a) {
   stop_.enter_child();
   // Without this the port would stay open in every child after the parent stops listening.
-  ::close(listen_fd_);
-  serve_connection(ctx_, stop_, fd, peer, {.flush_log_when_idle = true});
+  listener_.close();
+  serve(std::move(a), {.flush_log_when_idle = true});
   ::_exit(0);
 }
 
@@ -153,8 +123,7 @@ void forking_model::reap() {
 
 void forking_model::shut_down() {
   // No new connections; the children saw the stop pipe and finish within the grace period.
-  ::close(listen_fd_);
-  listen_fd_ = -1;
+  listener_.close();
   const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
   while (!children_.empty() && steady_clock::now() < kill_at) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -179,7 +148,7 @@ void forking_model::shut_down() {
 }  // namespace
 
 std::unique_ptr<server_model> make_forking_model(server_context& ctx) {
-  return std::make_unique<forking_model>(ctx);
+  return make_stopped_on_destruction<forking_model>(ctx);
 }
 
 }  // namespace spoold

@@ -3,8 +3,11 @@
 // how they use threads, processes and readiness notification (server/models/README.md).
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include <spool/spool.hpp>
@@ -24,13 +27,6 @@ struct server_context {
   access_log* log;  // nullptr when access logging is off
 };
 
-// Every model's answer to a connection it refuses: past --max-connections, or when no thread,
-// process or queue slot can take it. Sent in one try, then the connection is closed.
-inline constexpr std::string_view refused_response =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-    "Too many connections; try again.\n";
-
 class server_model {
  public:
   virtual ~server_model() = default;
@@ -43,6 +39,29 @@ class server_model {
   // the caller drains the pool before destroying the model.
   virtual void wait() = 0;
 };
+
+// Owns a model so that its threads are stopped and joined before any member of it is destroyed.
+// A model's own destructor could not do it from a base class: by the time a base destructor
+// runs, the members of the class derived from it, which its threads use, are gone.
+template <class Model>
+class stopped_on_destruction final : public Model {
+ public:
+  using Model::Model;
+  ~stopped_on_destruction() override {
+    this->stop();
+    this->wait();
+  }
+};
+
+template <class Model>
+std::unique_ptr<server_model> make_stopped_on_destruction(server_context& ctx) {
+  return std::make_unique<stopped_on_destruction<Model>>(ctx);
+}
+
+// Names the calling thread (cut to the 15 characters Linux keeps), for top and debuggers.
+inline void name_this_thread(const std::string& name) noexcept {
+  ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+}
 
 // Throws std::invalid_argument for an unknown name (the message lists the known ones).
 std::unique_ptr<server_model> make_model(std::string_view name, server_context& ctx);

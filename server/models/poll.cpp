@@ -1,90 +1,63 @@
 // The single-threaded poll() server: one thread, one poll() set holding the listening socket,
-// the stop signal and every connection, each an http_session driven without blocking. The
-// classic event loop before epoll: every turn rebuilds and scans the whole set (O(connections)
-// per wake-up), and anything slow (a store call, which runs inline here) stalls every client
-// (README.md).
+// the stop signal and every connection, each driven without blocking. The classic event loop
+// before epoll: every turn rebuilds and scans the whole set (O(connections) per wake-up), and
+// anything slow (a store call, which runs inline here) stalls every client (README.md).
 #include <poll.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <memory>
-#include <thread>
 #include <vector>
 
-#include "models/model.hpp"
-#include "models/session.hpp"
-#include "net.hpp"
+#include "models/classic_model.hpp"
+#include "models/connection.hpp"
 
 namespace spoold {
 namespace {
 
-// Requests one connection may complete per turn before the others get theirs.
-constexpr int requests_per_turn = 32;
-// Connections accepted per turn, so a flood of new ones cannot starve the open ones.
-constexpr int accepts_per_turn = 64;
-constexpr auto tick = std::chrono::milliseconds(100);  // log flush, accept back-off
+constexpr auto tick = std::chrono::milliseconds(100);  // log flush
 
-class poll_model final : public server_model {
+class poll_model : public classic_model {
  public:
-  explicit poll_model(server_context& ctx) : ctx_(ctx) {}
-  ~poll_model() override {
-    stop();
-    wait();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-  }
-
-  std::uint16_t start() override {
-    listen_fd_ = listen_tcp(ctx_.opts.bind, ctx_.opts.port, /*reuse_port=*/false);
-    const std::uint16_t port = local_port(listen_fd_);
-    thread_ = std::thread([this] { run(); });
-    return port;
-  }
-
-  void stop() override { stop_.raise(); }
-
-  void wait() override {
-    if (thread_.joinable()) thread_.join();
-  }
+  explicit poll_model(server_context& ctx)
+      : classic_model(ctx, {.blocking_accept = false, .log_flusher = false}), driver_(stop_) {}
 
  private:
+  void start_threads() override {
+    spawn("spoold-poll", [this] { run(); });
+  }
+
   void run();
   void accept_some(steady_clock::time_point now);
   void begin_shutdown(steady_clock::time_point now);
 
-  server_context& ctx_;
-  stop_signal stop_;
-  int listen_fd_ = -1;
+  inline_driver driver_;
   bool stopping_ = false;
   steady_clock::time_point accept_paused_until_{};
-  std::vector<std::unique_ptr<http_session>> sessions_;
-  std::thread thread_;
+  std::vector<std::unique_ptr<connection>> connections_;
 };
 
 void poll_model::run() {
-  name_this_thread("spoold-poll");
   std::vector<pollfd> fds;
   auto next_tick = steady_clock::now() + tick;
   for (;;) {
     auto now = steady_clock::now();
-    std::erase_if(sessions_, [](const auto& s) { return s->closed(); });
-    if (stopping_ && sessions_.empty()) break;
+    std::erase_if(connections_, [](const auto& c) { return c->closed(); });
+    if (stopping_ && connections_.empty()) break;
 
-    // The set: [stop] [listen] sessions..., and the nearest deadline as the timeout.
+    // The set: [stop] [listen] connections..., and the nearest deadline as the timeout.
     fds.clear();
     if (!stopping_) fds.push_back({stop_.fd(), POLLIN, 0});
     const bool listening = !stopping_ && now >= accept_paused_until_;
-    if (listening) fds.push_back({listen_fd_, POLLIN, 0});
-    const std::size_t first_session = fds.size();
+    if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
+    const std::size_t first = fds.size();
     auto wake = next_tick;
-    for (const auto& s : sessions_) {
-      fds.push_back({s->fd(), s->interest(), 0});
-      wake = s->has_ready_work() ? now : std::min(wake, s->deadline());
+    for (const auto& c : connections_) {
+      fds.push_back({c->fd(), c->interest(), 0});
+      wake = c->has_ready_work() ? now : std::min(wake, c->deadline());
     }
-    const auto timeout_ms =
-        wake <= now ? 0 : std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
-    int n = ::poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
+    const int n = ::poll(fds.data(), fds.size(), poll_timeout(wake, now));
     now = steady_clock::now();
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -94,66 +67,52 @@ void poll_model::run() {
 
     if (!stopping_ && (fds[0].revents != 0 || stop_.raised())) begin_shutdown(now);
     if (listening && !stopping_ && fds[1].revents != 0) accept_some(now);
-    // Sessions accepted this turn are past the end of fds; they are polled next turn.
-    const std::size_t polled = fds.size() - first_session;
-    for (std::size_t i = 0; i < polled && i < sessions_.size(); ++i) {
-      http_session& s = *sessions_[i];
-      if (n > 0 && fds[first_session + i].revents != 0) {
-        s.on_ready(fds[first_session + i].revents, now);
-      }
-      if (s.has_ready_work()) s.serve(requests_per_turn, now);
-      s.on_deadline(now);
+    // Connections accepted this turn are past the end of fds; they are polled next turn.
+    const std::size_t polled = fds.size() - first;
+    for (std::size_t i = 0; i < polled && i < connections_.size(); ++i) {
+      connection& c = *connections_[i];
+      if (n > 0 && fds[first + i].revents != 0) c.on_poll(fds[first + i].revents, now);
+      if (c.has_ready_work()) c.serve(requests_per_turn, now);
+      c.on_deadline(now);
     }
     if (now >= next_tick) {
       if (ctx_.log) ctx_.log->flush();
       next_tick = now + tick;
     }
   }
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-  }
+  listener_.close();
 }
 
 void poll_model::begin_shutdown(steady_clock::time_point now) {
   stopping_ = true;
   // New connections are refused from here on; the open ones finish within the grace period.
-  ::close(listen_fd_);
-  listen_fd_ = -1;
-  for (const auto& s : sessions_) s->on_stop(now);
+  listener_.close();
+  for (const auto& c : connections_) c->on_stop(now, stop_.raised_at() + ctx_.opts.grace);
 }
 
 void poll_model::accept_some(steady_clock::time_point now) {
-  for (int i = 0; i < accepts_per_turn; ++i) {
-    sockaddr_in peer{};
-    socklen_t len = sizeof peer;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      // Out of descriptors (or worse): leave the socket out of the set for a moment instead
-      // of spinning on it; pending connections wait in the backlog meanwhile.
-      std::perror("spoold: accept4");
-      accept_paused_until_ = now + tick;
+  const accept_outcome got = listener_.accept_pending(accepts_per_turn, [&](accepted&& a) {
+    if (connections_.size() >= ctx_.opts.max_connections) {
+      refuse_connection(ctx_, std::move(a));
       return;
     }
-    if (sessions_.size() >= ctx_.opts.max_connections) {
-      refuse_connection(ctx_, fd);
-      continue;
-    }
     try {
-      sessions_.push_back(std::make_unique<http_session>(ctx_, stop_, fd, peer));
+      connections_.push_back(std::make_unique<connection>(ctx_, driver_, std::move(a), now));
     } catch (const std::bad_alloc&) {
-      refuse_connection(ctx_, fd);
+      refuse_connection(ctx_, std::move(a));
     }
+  });
+  // Out of descriptors (or worse): leave the socket out of the set for a moment instead of
+  // spinning on it; pending connections wait in the backlog meanwhile.
+  if (got == accept_outcome::exhausted || got == accept_outcome::failed) {
+    accept_paused_until_ = now + accept_pause;
   }
 }
 
 }  // namespace
 
 std::unique_ptr<server_model> make_poll_model(server_context& ctx) {
-  return std::make_unique<poll_model>(ctx);
+  return make_stopped_on_destruction<poll_model>(ctx);
 }
 
 }  // namespace spoold

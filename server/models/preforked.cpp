@@ -2,15 +2,15 @@
 // accept -> serve on the shared listening socket, one connection at a time; the kernel wakes
 // one blocked accept() per connection. The parent only supervises: it restarts a worker that
 // dies, and at the stop shuts the listening socket down (waking every worker's accept()),
-// closes the stop pipe (telling workers in a session to finish with Connection: close) and
-// kills what is left after the grace period (README.md, "preforked").
+// closes the stop pipe (telling workers serving a connection to finish it with Connection:
+// close) and kills what is left after the grace period (README.md, "preforked").
 //
 // Fork safety is argued in forking.cpp and holds here for the same reasons: workers are forked
 // by the supervisor thread, which never touches the store, the metrics or the access log, so no
 // lock they use can be held in a child, and a worker never uses the pool. Each worker process
-// has its own store connection, counters and access-log buffer (flushed by the worker); the one
-// thing they share is the count of connections being served (shared_counts), for
-// --max-connections.
+// has its own store connection and access-log buffer (flushed by the worker); they share the
+// counters behind /metrics (metrics::share_across_processes) and the count of connections
+// being served (shared_counts), for --max-connections.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -26,9 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/blocking_model.hpp"
-#include "models/model.hpp"
-#include "models/session.hpp"
+#include "models/classic_model.hpp"
 
 namespace spoold {
 namespace {
@@ -84,30 +82,21 @@ class shared_counts {
   shared_counter* slots_;
 };
 
-class preforked_model final : public blocking_model {
+class preforked_model : public classic_model {
  public:
-  explicit preforked_model(server_context& ctx) : blocking_model(ctx) {}
-  ~preforked_model() override {
-    stop();
-    wait();
-  }
-
   // No log flusher: the parent writes no log lines, and a flusher thread holding the access
   // log's mutex at a fork would leave it locked in the new worker (each worker flushes itself).
-  std::uint16_t start() override {
+  explicit preforked_model(server_context& ctx)
+      : classic_model(ctx, {.blocking_accept = true, .log_flusher = false}) {}
+
+ private:
+  void start_threads() override {
     // One set of counters for the parent and every child: /metrics answers for the server.
     ctx_.counters.share_across_processes();
-    const std::uint16_t port = listen();
     workers_.resize(ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers());
     counts_.emplace(workers_.size());
     parent_ = ::getpid();
-    supervisor_ = std::thread([this] { supervise(); });
-    return port;
-  }
-
- private:
-  void join_threads() override {
-    if (supervisor_.joinable()) supervisor_.join();
+    spawn("spoold-superv", [this] { supervise(); });
   }
 
   struct worker {
@@ -117,7 +106,7 @@ class preforked_model final : public blocking_model {
   };
 
   void supervise();
-  void spawn(std::size_t index);
+  void fork_worker(std::size_t index);
   bool reap(bool block);
   void shut_down();
   [[noreturn]] void worker_main(std::size_t index);
@@ -125,23 +114,21 @@ class preforked_model final : public blocking_model {
   pid_t parent_ = -1;
   std::vector<worker> workers_;  // only the supervisor thread touches it
   std::optional<shared_counts> counts_;
-  std::thread supervisor_;
 };
 
 void preforked_model::supervise() {
-  name_this_thread("spoold-superv");
-  for (std::size_t i = 0; i < workers_.size(); ++i) spawn(i);
+  for (std::size_t i = 0; i < workers_.size(); ++i) fork_worker(i);
   while (!stop_.wait_for(supervise_interval)) {
     reap(false);
     const auto now = steady_clock::now();
     for (std::size_t i = 0; i < workers_.size(); ++i) {
-      if (workers_[i].pid < 0 && now >= workers_[i].restart_at) spawn(i);
+      if (workers_[i].pid < 0 && now >= workers_[i].restart_at) fork_worker(i);
     }
   }
   shut_down();
 }
 
-void preforked_model::spawn(std::size_t index) {
+void preforked_model::fork_worker(std::size_t index) {
   worker& w = workers_[index];
   const pid_t pid = ::fork();
   if (pid == 0) worker_main(index);
@@ -159,13 +146,13 @@ void preforked_model::worker_main(std::size_t index) {
   // A worker blocked in accept() would not notice its parent's death through the stop pipe
   // and would keep the port: die with the parent (checked after asking, in case it is late).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent_) ::_exit(1);
-  accept_loop([this, index](int fd, const sockaddr_in& peer) {
+  accept_loop([this, index](accepted&& a) {
     // Only with more workers than --max-connections can a worker be free to refuse.
     if (!counts_->enter(index, ctx_.opts.max_connections)) {
-      refuse_connection(ctx_, fd);
+      refuse_connection(ctx_, std::move(a));
       return;
     }
-    serve_connection(ctx_, stop_, fd, peer, {.flush_log_when_idle = true});
+    serve(std::move(a), {.flush_log_when_idle = true});
     counts_->leave(index);
   });
   if (ctx_.log) ctx_.log->flush();
@@ -222,7 +209,7 @@ void preforked_model::shut_down() {
 }  // namespace
 
 std::unique_ptr<server_model> make_preforked_model(server_context& ctx) {
-  return std::make_unique<preforked_model>(ctx);
+  return make_stopped_on_destruction<preforked_model>(ctx);
 }
 
 }  // namespace spoold

@@ -9,41 +9,27 @@
 #include <cstdio>
 #include <list>
 #include <system_error>
-#include <thread>
 
-#include "models/blocking_model.hpp"
-#include "models/model.hpp"
-#include "models/session.hpp"
+#include "models/classic_model.hpp"
 
 namespace spoold {
 namespace {
 
-class threaded_model final : public blocking_model {
+class threaded_model : public classic_model {
  public:
-  explicit threaded_model(server_context& ctx) : blocking_model(ctx) {}
-  ~threaded_model() override {
-    stop();
-    wait();
-  }
-
-  std::uint16_t start() override {
-    const std::uint16_t port = listen();
-    start_log_flusher();
-    acceptor_ = std::thread([this] {
-      name_this_thread("spoold-accept");
-      accept_loop([this](int fd, const sockaddr_in& peer) {
-        if (!start_session(fd, peer)) refuse_connection(ctx_, fd);
-      });
-    });
-    return port;
-  }
+  explicit threaded_model(server_context& ctx) : classic_model(ctx, {}) {}
 
  private:
-  void join_threads() override {
-    if (acceptor_.joinable()) acceptor_.join();
+  void start_threads() override {
+    spawn_acceptor("spoold-accept", [this](accepted&& a) {
+      if (!start_thread(a)) refuse_connection(ctx_, std::move(a));
+    });
+  }
+
+  void join_connections() override {
     std::list<std::thread> last;
     {
-      // The acceptor is gone, so `running_` only shrinks; the grace period bounds each session.
+      // The acceptor is gone, so `running_` only shrinks; the grace period bounds each connection.
       std::unique_lock lock(mu_);
       all_done_.wait(lock, [this] { return running_.empty(); });
       last.swap(exited_);
@@ -52,16 +38,16 @@ class threaded_model final : public blocking_model {
   }
 
   // False when the connection cannot have a thread: past --max-connections, or the system
-  // refused one.
-  bool start_session(int fd, const sockaddr_in& peer) {
+  // refused one. On success the new thread owns the socket.
+  bool start_thread(accepted& a) {
     std::lock_guard lock(mu_);
     if (running_.size() >= ctx_.opts.max_connections) return false;
     auto self = running_.emplace(running_.end());
     try {
       // Under mu_: the new thread cannot reach finish() before *self holds it.
-      *self = std::thread([this, self, fd, peer] {
+      *self = std::thread([this, self, conn = a] () mutable {
         name_this_thread("spoold-conn");
-        serve_connection(ctx_, stop_, fd, peer);
+        serve(std::move(conn));
         finish(self);
       });
     } catch (const std::system_error& e) {
@@ -69,6 +55,7 @@ class threaded_model final : public blocking_model {
       std::fprintf(stderr, "spoold: cannot start a connection thread: %s\n", e.what());
       return false;
     }
+    a.fd = -1;
     return true;
   }
 
@@ -84,17 +71,16 @@ class threaded_model final : public blocking_model {
     for (std::thread& t : to_join) t.join();
   }
 
-  std::thread acceptor_;
   std::mutex mu_;
   std::condition_variable all_done_;
-  std::list<std::thread> running_;  // guarded by mu_: sessions in progress
+  std::list<std::thread> running_;  // guarded by mu_: connections being served
   std::list<std::thread> exited_;   // guarded by mu_: finished, not yet joined
 };
 
 }  // namespace
 
 std::unique_ptr<server_model> make_threaded_model(server_context& ctx) {
-  return std::make_unique<threaded_model>(ctx);
+  return make_stopped_on_destruction<threaded_model>(ctx);
 }
 
 }  // namespace spoold

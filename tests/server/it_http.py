@@ -205,6 +205,17 @@ class StatusTest(ServerTestCase):
         self.assertEqual(resp.status, 431, resp)
         self.assert_still_serving()
 
+    def test_431_head_larger_than_the_input_buffer(self):
+        # Far more than a connection buffers (the largest request plus a read), in one write:
+        # the answer is 431 at once, never a wait for bytes that could not be stored.
+        with Conn(self.server.port) as c:
+            c.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nX-Big: " + b"v" * (512 * 1024))
+            resp = c.read_final_response()
+            self.assertEqual(resp.status, 431, resp)
+            self.assertEqual(resp.header("Connection"), "close")
+            self.assertEqual(c.read_to_eof(), b"")
+        self.assert_still_serving()
+
     def test_501_unknown_method(self):
         resp = self.raw(b"FOO /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertEqual(resp.status, 501, resp)
@@ -386,6 +397,22 @@ class ConnectionTest(ServerTestCase):
             for i in range(6):
                 resp = c.read_final_response()
                 self.assertEqual(resp.body, f"file {i}\n".encode())
+            self.assertEqual(c.read_to_eof(), b"")
+
+    def test_pipelined_bodies_larger_than_the_input_buffer(self):
+        # Four requests with 60 KB bodies and a last one, sent at once: more than a connection
+        # buffers, so it must go back to the socket for the rest after answering the first
+        # ones, whatever the model (each answer is a 405: static files take no POST).
+        body = b"b" * 60000
+        post = build_request("POST", "/hello.txt", {"Content-Type": "text/plain"}, body)
+        with Conn(self.server.port) as c:
+            c.send(post * 4 + build_request("GET", "/p1.txt", {"Connection": "close"}))
+            for i in range(4):
+                resp = c.read_final_response()
+                self.assertEqual(resp.status, 405, (i, resp))
+            resp = c.read_final_response()
+            self.assertEqual(resp.status, 200, resp)
+            self.assertEqual(resp.body, b"file 1\n")
             self.assertEqual(c.read_to_eof(), b"")
 
     def test_pipelined_error_stops_the_connection(self):

@@ -142,8 +142,8 @@ class LongIdleTimeoutTest(ServerTestCase):
 
     def test_waiting_for_the_rest_of_a_request_costs_no_cpu(self):
         # A half-sent request must leave the server asleep (in epoll_wait, poll or a blocking
-        # wait), not polling the connection (a bug once made the epoll model burn a whole core
-        # until the header timeout).
+        # wait), not polling the connection, which would burn a whole core until the header
+        # timeout.
         def cpu_seconds():
             # The whole process tree: in the forking models a child serves the connection.
             total = 0

@@ -3,7 +3,7 @@
 The tests start the real spoold binary (env SPOOLD) on a kernel-chosen loopback port with a
 temporary copy of the demo site (env SPOOLD_SITE) and a temporary SQLite file, and talk to it
 over raw sockets so that they control every byte sent (malformed requests, pipelining, partial
-heads). Under sanitizers (env SPOOLD_SANITIZE = thread | address) spoold is 5-20 times slower:
+heads). Under sanitizers (env SPOOLD_SANITIZE = thread | address) spoold is several times slower:
 every deadline is multiplied by SCALE and load tests pick smaller counts via scaled().
 """
 
@@ -229,8 +229,8 @@ class Spoold:
     def start(self):
         cmd = [spoold_binary(), "--port", str(self.requested_port), "--bind", "127.0.0.1",
                "--root", self.root, "--store", self.store] + self.args
-        # SPOOLD_MODEL runs the same tests against another server architecture (issue 6);
-        # spoold reads the variable itself, so nothing is added to the command line.
+        # SPOOLD_MODEL runs the same tests against another server architecture; spoold reads
+        # the variable itself, so nothing is added to the command line.
         env = dict(os.environ)
         if self.env:
             env.update(self.env)

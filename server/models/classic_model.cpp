@@ -1,0 +1,97 @@
+#include "models/classic_model.hpp"
+
+#include <chrono>
+
+namespace spoold {
+namespace {
+
+constexpr auto log_flush_interval = std::chrono::milliseconds(100);
+
+}  // namespace
+
+log_flusher::log_flusher(access_log* log) : log_(log) {
+  if (log_ == nullptr) return;
+  thread_ = std::thread([this] {
+    name_this_thread("spoold-logflush");
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, log_flush_interval, [this] { return done_; })) {
+      lock.unlock();
+      log_->flush();
+      lock.lock();
+    }
+  });
+}
+
+log_flusher::~log_flusher() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  log_->flush();
+}
+
+std::uint16_t classic_model::start() {
+  listener_.open(ctx_.opts, ctx_.opts.port, shape_.blocking_accept);
+  if (shape_.log_flusher) flusher_.emplace(ctx_.log);
+  try {
+    start_threads();
+  } catch (...) {
+    stop();
+    wait();
+    throw;
+  }
+  return listener_.port();
+}
+
+void classic_model::stop() {
+  stop_.raise();
+  if (shape_.blocking_accept) listener_.shut_down();
+}
+
+void classic_model::wait() {
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  join_connections();
+  flusher_.reset();
+}
+
+void classic_model::spawn(std::string name, std::function<void()> body) {
+  threads_.emplace_back([name = std::move(name), body = std::move(body)] {
+    name_this_thread(name);
+    body();
+  });
+}
+
+void classic_model::spawn_acceptor(std::string name, std::function<void(accepted&&)> on_accept,
+                                   std::mutex* accept_mu) {
+  spawn(std::move(name), [this, on_accept = std::move(on_accept), accept_mu] {
+    accept_loop(on_accept, accept_mu);
+  });
+}
+
+void classic_model::accept_loop(const std::function<void(accepted&&)>& on_accept,
+                                std::mutex* accept_mu) {
+  while (!stop_.raised()) {
+    accepted a;
+    accept_outcome got;
+    if (accept_mu != nullptr) {
+      std::lock_guard lock(*accept_mu);
+      got = listener_.accept(a);
+    } else {
+      got = listener_.accept(a);
+    }
+    if (got == accept_outcome::accepted) {
+      on_accept(std::move(a));
+    } else if (got == accept_outcome::exhausted) {
+      stop_.wait_for(accept_pause);  // pending connections wait in the backlog meanwhile
+    } else if (got == accept_outcome::failed) {
+      break;
+    }
+  }
+}
+
+}  // namespace spoold

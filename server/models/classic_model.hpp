@@ -1,0 +1,96 @@
+// What the classic models share (every model but epoll): one listening socket, the stop
+// signal every waiting thread and child process watches, the threads the model starts, the
+// access log's flusher, and the way they start, stop and are waited for.
+//
+// start() opens the listener (blocking for the models that block in accept(): iterative,
+// threaded, prethreaded, queue, preforked; non-blocking for the ones that poll it: poll,
+// forking), starts the log flusher if the model's threads log in this process, then calls
+// start_threads(). stop() raises the stop and, for a blocking listener, shuts it down, which
+// ends every accept() blocked on it, in this process and in forked children (README.md,
+// "Stopping accept"). wait() joins the threads started with spawn(), then calls
+// join_connections() for connections served on other threads, then stops the flusher, which
+// writes what they logged last. Models are made with make_stopped_on_destruction (model.hpp).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/inline_driver.hpp"
+#include "models/listener.hpp"
+#include "models/model.hpp"
+#include "models/stop_signal.hpp"
+
+namespace spoold {
+
+// Writes the access log's buffer every 100 ms, on its own thread, until destroyed (the epoll
+// model's sweep does this for it). Does nothing without an access log.
+class log_flusher {
+ public:
+  explicit log_flusher(access_log* log);
+  ~log_flusher();
+  log_flusher(const log_flusher&) = delete;
+  log_flusher& operator=(const log_flusher&) = delete;
+
+ private:
+  access_log* log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+struct classic_shape {
+  bool blocking_accept = true;  // threads block in accept(); else the model polls the listener
+  bool log_flusher = true;      // its threads write access-log lines in this process
+};
+
+class classic_model : public server_model {
+ public:
+  std::uint16_t start() final;
+  void stop() final;
+  void wait() final;
+
+ protected:
+  classic_model(server_context& ctx, classic_shape shape) : ctx_(ctx), shape_(shape) {}
+  ~classic_model() override = default;
+
+  // start()'s last step, once listening. If it throws, start() stops and waits for whatever it
+  // started, then rethrows.
+  virtual void start_threads() = 0;
+  // wait()'s second step, after the threads of spawn() are joined: waits for the connections
+  // the model served elsewhere (its own threads, the pool).
+  virtual void join_connections() {}
+
+  // Starts a thread named `name` running `body`; wait() joins it. Only start_threads() calls it.
+  void spawn(std::string name, std::function<void()> body);
+  // Accepts until the stop is raised or the listener is shut down, and hands each new connection
+  // to on_accept, which owns it from then on. With `accept_mu` the mutex is held around accept()
+  // alone, never while on_accept runs. Out of descriptors, it sleeps for accept_pause (or until
+  // the stop) between tries rather than spin.
+  void accept_loop(const std::function<void(accepted&&)>& on_accept,
+                   std::mutex* accept_mu = nullptr);
+  // Starts a thread named `name` that runs accept_loop(on_accept, accept_mu).
+  void spawn_acceptor(std::string name, std::function<void(accepted&&)> on_accept,
+                      std::mutex* accept_mu = nullptr);
+  // Serves one connection on the calling thread until it closes.
+  void serve(accepted&& a, serve_options opts = {}) {
+    serve_connection(ctx_, stop_, std::move(a), opts);
+  }
+
+  server_context& ctx_;
+  stop_signal stop_;
+  listener listener_;
+
+ private:
+  classic_shape shape_;
+  std::vector<std::thread> threads_;
+  std::optional<log_flusher> flusher_;
+};
+
+}  // namespace spoold

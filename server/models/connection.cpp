@@ -1,0 +1,418 @@
+#include "models/connection.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "http/parser.hpp"
+
+namespace spoold {
+namespace {
+
+// What one read asks for, and the least room the input buffer makes before reading.
+constexpr std::size_t read_chunk = 16 * 1024;
+// Past this much unsent output a connection stops parsing pipelined requests, and stops reading
+// them, until it drains: that is the backpressure on a client that sends faster than it reads.
+constexpr std::size_t output_high_water = 256 * 1024;
+// How long a closing connection keeps reading (and discarding) what the client still sends, so
+// that closing does not reset the connection before the client has read our last response.
+constexpr auto linger_time = std::chrono::seconds(2);
+// The most a single sendfile call is asked to move.
+constexpr std::size_t file_chunk = 1u << 20;
+
+constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
+
+}  // namespace
+
+http::response run_job_here(blocking_job& job) {
+  try {
+    return job();
+  } catch (const std::exception& e) {
+    return http::error_response(500, e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// input_buffer
+
+void connection::input_buffer::consume(std::size_t n) noexcept {
+  start_ += n;
+  if (start_ == end_) start_ = end_ = 0;
+}
+
+bool connection::input_buffer::make_room(std::size_t chunk, std::size_t limit) {
+  if (capacity_ - end_ >= chunk) return true;
+  if (start_ > 0) {
+    std::memmove(bytes_.get(), bytes_.get() + start_, end_ - start_);
+    end_ -= start_;
+    start_ = 0;
+    if (capacity_ - end_ >= chunk) return true;
+  }
+  if (capacity_ >= limit) return false;
+  const std::size_t bigger = std::min(limit, std::max(capacity_ * 2, end_ + chunk));
+  auto grown = std::make_unique_for_overwrite<char[]>(bigger);
+  if (end_ > 0) std::memcpy(grown.get(), bytes_.get(), end_);
+  bytes_ = std::move(grown);
+  capacity_ = bigger;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// connection: life
+
+connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
+                       steady_clock::time_point now) noexcept
+    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer) {
+  a.fd = -1;  // socket_'s now
+  driver_.opened();
+  ctx_.counters.connection_opened();
+}
+
+connection::~connection() { close(); }
+
+void connection::close() noexcept {
+  if (closed()) return;
+  socket_.close();
+  file_.reset();
+  ctx_.counters.connection_closed();
+  driver_.closed();
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the connection does next
+
+bool connection::takes_requests() const noexcept {
+  return !closed() && !lingering_ && !close_after_write_ && !job_pending_ && !file_ &&
+         out_.size() - out_sent_ <= output_high_water;
+}
+
+bool connection::takes_input() const noexcept {
+  return !job_pending_ && out_.size() - out_sent_ <= output_high_water;
+}
+
+std::size_t connection::input_limit() const noexcept {
+  // A whole request of the largest allowed size, and room for the next one's first bytes.
+  return ctx_.opts.limits.max_head + ctx_.opts.limits.max_body + read_chunk;
+}
+
+bool connection::can_read_more() const noexcept {
+  return maybe_readable_ && !peer_closed_ && takes_input() &&
+         in_.can_take(read_chunk, input_limit());
+}
+
+// After an incomplete parse, parsing again only helps once the body is all here, or (head still
+// incomplete) once a line ended or the request line's limit was passed; the first look at a
+// request always parses, so junk is refused at once. A request that trickles in is therefore not
+// parsed again for every few bytes, which would be quadratic in its size.
+bool connection::worth_parsing() const noexcept {
+  if (!has_input()) return false;
+  const std::string_view buffer = in_.view();
+  if (parsed_upto_ == 0 || buffer.size() < parsed_upto_ || peer_closed_) return true;
+  // Nothing new since the last look: the answer would be the same.
+  if (buffer.size() == parsed_upto_) return false;
+  if (needed_ > 0) return buffer.size() >= needed_;
+  if (buffer.size() > ctx_.opts.limits.max_request_line) return true;
+  return buffer.substr(parsed_upto_).find('\n') != std::string_view::npos;
+}
+
+bool connection::has_ready_work() const noexcept {
+  return takes_requests() && (worth_parsing() || can_read_more());
+}
+
+short connection::interest() const noexcept {
+  if (closed()) return 0;
+  if (lingering_) return POLLIN;
+  short events = has_output() ? POLLOUT : 0;
+  if (!peer_closed_ && takes_input() && in_.can_take(read_chunk, input_limit())) events |= POLLIN;
+  return events;
+}
+
+steady_clock::time_point connection::deadline() const noexcept {
+  const options& o = ctx_.opts;
+  steady_clock::time_point d;
+  if (lingering_) {
+    d = linger_until_;
+  } else if (job_pending_) {
+    d = steady_clock::time_point::max();  // the store's own timeouts bound the job
+  } else if (has_output()) {
+    d = last_activity_ + o.write_timeout;
+  } else if (has_input()) {
+    d = head_started_ + o.header_timeout;
+  } else if (stopping_) {
+    d = last_activity_;  // idle while stopping: due now
+  } else {
+    d = last_activity_ + o.idle_timeout;
+  }
+  return stopping_ ? std::min(d, grace_deadline_) : d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+void connection::on_io(bool readable, bool writable, steady_clock::time_point now) {
+  if (closed()) return;
+  if (readable) {
+    maybe_readable_ = true;
+    if (lingering_) {
+      drain_lingering();
+      return;
+    }
+    if (takes_input()) read_input(now);
+    if (closed()) return;
+  }
+  // An error or hang-up while sending shows as a failed write in flush().
+  if (writable && has_output()) flush(now);
+}
+
+void connection::on_deadline(steady_clock::time_point now) {
+  if (closed() || now < deadline()) return;
+  if ((stopping_ && now >= grace_deadline_) || lingering_ || has_output()) {
+    close();  // grace over, linger over, or a client that reads nothing
+  } else if (has_input()) {
+    fail_request(408, "The request took too long to arrive.");
+    flush(now);
+  } else if (stopping_) {
+    // Idle while stopping (at the stop, or once the answer in flight then is sent). A request
+    // may have arrived that nobody read yet (say, on a connection that waited in a queue): it
+    // counts as in flight and is answered with Connection: close. Otherwise close now.
+    maybe_readable_ = true;
+    read_input(now);
+    if (!closed() && !has_input()) close();
+  } else {
+    close();  // idle keep-alive
+  }
+}
+
+void connection::on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline) {
+  if (stopping_) return;
+  stopping_ = true;
+  grace_deadline_ = grace_deadline;
+  on_deadline(now);
+}
+
+void connection::job_done(http::response r) {
+  job_pending_ = false;
+  if (closed()) return;  // closed while its job ran (grace deadline, write error)
+  respond(pending_, std::move(r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+void connection::read_input(steady_clock::time_point now) {
+  const std::size_t limit = input_limit();
+  for (;;) {
+    // A full buffer holds more than any acceptable request; serve() answers what it holds.
+    if (!in_.make_room(read_chunk, limit)) return;
+    const std::size_t room = in_.room();
+    const io_result r = io_->read(in_.tail(), room);
+    if (r.status == io_status::ok) {
+      if (in_.empty()) head_started_ = now;
+      in_.commit(r.bytes);
+      last_activity_ = now;
+      if (r.bytes < room) break;  // drained: the next arrival is a new readiness
+      continue;
+    }
+    if (r.status == io_status::again) break;
+    maybe_readable_ = false;
+    if (r.status == io_status::eof) {
+      peer_closed_ = true;
+      if (!has_input() && !has_output() && !job_pending_) close();  // the client is done
+    } else {
+      close();
+    }
+    return;
+  }
+  maybe_readable_ = false;
+}
+
+void connection::drain_lingering() {
+  char sink[4096];
+  for (;;) {
+    const io_result r = io_->read(sink, sizeof sink);
+    if (r.status == io_status::ok) continue;
+    if (r.status == io_status::again) {
+      maybe_readable_ = false;
+      return;
+    }
+    close();  // the client closed (or reset): it has our answer
+    return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+void connection::serve(int max_requests, steady_clock::time_point now) {
+  int served = 0;
+  while (takes_requests()) {
+    if (!worth_parsing()) {
+      // Bytes may be left in the socket: input was not taken while a job ran or output was
+      // backed up, or a read stopped at a full buffer. Take them before deciding anything.
+      if (!can_read_more()) break;
+      read_input(now);
+      if (closed()) return;
+      if (!worth_parsing()) break;
+    }
+    if (served == max_requests) break;  // has_ready_work() says there is more
+    http::request& req = driver_.request;
+    const std::string_view buffer = in_.view();
+    const http::parse_result res = http::parse_request(buffer, ctx_.opts.limits, req);
+    parsed_upto_ = buffer.size();
+    needed_ = res.needed;
+    if (res.status == http::parse_status::incomplete) {
+      if (res.needs_continue && !continue_sent_) {
+        set_nodelay();  // the answer follows in a second write
+        out_.append(continue_response);
+        continue_sent_ = true;
+      }
+      if (peer_closed_) {
+        in_.clear();  // half a request, and no more coming
+      } else if (!in_.can_take(read_chunk, input_limit())) {
+        // The parser refuses a request this large before it fills the buffer; were it ever
+        // not to, waiting for input that cannot be stored would stall the connection.
+        fail_request(431, "The request is too large.");
+      }
+      continue;
+    }
+    ++served;
+    if (res.status == http::parse_status::error) {
+      fail_request(res.error_status, res.error_reason);
+      break;
+    }
+    answer(req, res.consumed, now);
+  }
+  flush(now);
+}
+
+void connection::answer(http::request& req, std::size_t consumed, steady_clock::time_point now) {
+  request_info info;
+  info.version_minor = req.version_minor;
+  info.keep_alive = req.keep_alive;
+  if (ctx_.log) {
+    info.log_line.reserve(req.method_text.size() + req.target.size() + 10);
+    info.log_line.append(req.method_text).append(" ").append(req.target);
+    info.log_line.append(req.version_minor == 0 ? " HTTP/1.0" : " HTTP/1.1");
+  }
+  handled h = ctx_.application.handle(req);
+  // The job owns copies of what it needs from the request: its bytes may go now.
+  in_.consume(consumed);
+  if (has_input()) head_started_ = now;
+  continue_sent_ = false;
+  parsed_upto_ = 0;
+  needed_ = 0;
+  if (h.blocking) {
+    std::optional<http::response> r = driver_.run_job(*this, std::move(h.blocking));
+    if (!r) {
+      job_pending_ = true;
+      pending_ = std::move(info);
+      return;
+    }
+    h.response = std::move(*r);
+  }
+  respond(info, std::move(h.response));
+}
+
+void connection::fail_request(int status, std::string_view reason) {
+  request_info info;
+  info.keep_alive = false;
+  if (ctx_.log) info.log_line = "-";
+  respond(info, http::error_response(status, reason));
+  in_.clear();  // the rest of the stream cannot be trusted
+  parsed_upto_ = 0;
+  needed_ = 0;
+  discarded_input_ = true;
+}
+
+void connection::respond(const request_info& info, http::response r) {
+  const bool keep = info.keep_alive && !r.close && !stopping();
+  const int status = r.status;
+  const std::size_t before = out_.size();
+  http::write_head(out_, r, info.version_minor, keep);
+  std::uint64_t bytes = out_.size() - before;
+  std::uint64_t body_bytes = 0;
+  if (!r.head_only) {
+    body_bytes = r.body_length();
+    bytes += body_bytes;
+    if (r.file_fd >= 0) {
+      file_.emplace(std::move(r));
+    } else {
+      out_.append(r.memory_body());
+    }
+  }
+  // A connection that lives on gets its next answer without waiting on Nagle's algorithm; one
+  // that closes after a single write does not need the system call.
+  if (keep) set_nodelay();
+  ctx_.counters.record_response(status, bytes);
+  if (ctx_.log) ctx_.log->record(peer_.text(), info.log_line, status, body_bytes);
+  if (!keep) close_after_write_ = true;
+}
+
+void connection::set_nodelay() noexcept {
+  if (nodelay_) return;
+  socket_.set_nodelay();
+  nodelay_ = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing and closing
+
+void connection::flush(steady_clock::time_point now) {
+  if (closed()) return;
+  while (out_sent_ < out_.size()) {
+    const io_result r =
+        io_->write(out_.data() + out_sent_, out_.size() - out_sent_, file_.has_value());
+    if (r.status == io_status::ok) {
+      out_sent_ += r.bytes;
+      last_activity_ = now;
+      continue;
+    }
+    if (r.status != io_status::again) close();
+    return;
+  }
+  out_.clear();
+  out_sent_ = 0;
+  while (file_) {
+    http::response& f = *file_;
+    if (f.file_length == 0) {
+      file_.reset();
+      break;
+    }
+    const io_result r = io_->send_file(f.file_fd, f.file_offset,
+                                       static_cast<std::size_t>(std::min<std::uint64_t>(
+                                           f.file_length, file_chunk)));
+    if (r.status == io_status::ok) {
+      f.file_length -= r.bytes;
+      last_activity_ = now;
+      continue;
+    }
+    if (r.status != io_status::again) close();
+    return;
+  }
+  if (close_after_write_) {
+    if (!lingering_) finish_or_linger(now);
+  } else if (peer_closed_ && !has_input() && !job_pending_) {
+    close();  // the client is done and has every answer
+  }
+}
+
+void connection::finish_or_linger(steady_clock::time_point now) {
+  // Unread request bytes (an error response, or requests after Connection: close, in the buffer
+  // or still in the socket) would make close() send a reset that can destroy our last response
+  // in flight; read them away first.
+  if (peer_closed_ || (!has_input() && !discarded_input_ && !maybe_readable_)) {
+    close();
+    return;
+  }
+  if (!io_->shutdown_write()) {
+    close();
+    return;
+  }
+  lingering_ = true;
+  linger_until_ = now + linger_time;
+  in_.clear();
+  drain_lingering();
+}
+
+}  // namespace spoold

@@ -1,0 +1,220 @@
+// One HTTP/1.1 connection: the request/response state machine every model runs (README.md,
+// "The connection"). It reads through its transport, parses with http::parse_request, asks the
+// application for an answer, writes it back, and keeps the timeouts; it never waits. What differs
+// between models is the driver: which thread calls it, how that thread learns that the socket is
+// ready, and where blocking application work (store calls) runs.
+//
+// Driving a connection (every driver follows these steps, on one thread at a time):
+//  - when the socket is ready: on_io(readable, writable), then serve();
+//  - while has_ready_work(): serve() again (an event loop may first serve its other connections:
+//    serve() answers at most `max_requests` per call);
+//  - when deadline() has passed: on_deadline(); at the server's stop: on_stop();
+//  - a driver whose run_job() handed a job elsewhere calls job_done() with its answer, then
+//    serve(); until then job_pending() holds and the connection neither reads nor parses.
+// A level-triggered driver (poll()) waits for interest(); an edge-triggered one (epoll) watches
+// both directions and relies on the transport's short-read contract (transport.hpp).
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "http/request.hpp"
+#include "http/response.hpp"
+#include "models/listener.hpp"
+#include "models/model.hpp"
+#include "models/stop_signal.hpp"
+#include "models/transport.hpp"
+#include "net.hpp"
+
+namespace spoold {
+
+using steady_clock = std::chrono::steady_clock;
+
+// Pipelined requests an event loop lets one connection answer per turn before the others get
+// theirs.
+inline constexpr int requests_per_turn = 32;
+
+// Work of the application that may block (a store call); it returns the answer.
+using blocking_job = std::function<http::response()>;
+
+// Runs `job` on the calling thread; an exception it throws becomes a 500.
+http::response run_job_here(blocking_job& job);
+
+class connection;
+
+// What a connection needs from whoever drives it. Only run_job() is virtual: it is called for
+// requests with blocking work alone, which pay for a hand-off anyway; what every request asks
+// (stopping) and every connection tells (opened, closed) are plain calls.
+class connection_driver {
+ public:
+  // A blocking job for `c`'s current request. Returns the answer if the job ran at once (or could
+  // not be taken: then a 503). Returns nullopt if it was handed to another thread: the driver
+  // then calls c.job_done() with the answer, on the connection's thread.
+  virtual std::optional<http::response> run_job(connection& c, blocking_job&& job) = 0;
+  // The server is stopping: from now on answers say Connection: close.
+  [[nodiscard]] bool stopping() const noexcept { return stop_.raised(); }
+  // Connections of this driver whose socket is open.
+  [[nodiscard]] std::size_t open_connections() const noexcept { return open_; }
+
+  // Where the connections of this driver parse their requests: one per driver thread, so that
+  // its vectors keep their capacity from one request to the next.
+  http::request request;
+
+ protected:
+  // `budget`: where a closing connection gives back the place its accepting thread admitted it
+  // to (nullptr: the driver's model counts connections itself).
+  explicit connection_driver(const stop_signal& stop, connection_budget* budget = nullptr) noexcept
+      : stop_(stop), budget_(budget) {}
+  ~connection_driver() = default;
+  connection_driver(const connection_driver&) = delete;
+  connection_driver& operator=(const connection_driver&) = delete;
+
+ private:
+  friend class connection;
+  void opened() noexcept { ++open_; }
+  void closed() noexcept {
+    --open_;
+    if (budget_ != nullptr) budget_->release();
+  }
+
+  const stop_signal& stop_;
+  connection_budget* budget_;
+  std::size_t open_ = 0;  // touched by the driver's thread only
+};
+
+class connection {
+ public:
+  // Takes the accepted socket and counts the connection as opened.
+  connection(server_context& ctx, connection_driver& driver, accepted&& a,
+             steady_clock::time_point now) noexcept;
+  ~connection();  // closes the socket if still open; not virtual: delete the type you made
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  [[nodiscard]] int fd() const noexcept { return socket_.fd(); }
+  [[nodiscard]] bool closed() const noexcept { return socket_.fd() < 0; }
+  [[nodiscard]] bool job_pending() const noexcept { return job_pending_; }
+
+  // The socket is ready: takes what it holds, as far as input is taken now, and sends what is
+  // pending.
+  void on_io(bool readable, bool writable, steady_clock::time_point now);
+  // on_io() for poll()'s revents.
+  void on_poll(short revents, steady_clock::time_point now) {
+    on_io((revents & (POLLIN | POLLHUP | POLLERR)) != 0,
+          (revents & (POLLOUT | POLLHUP | POLLERR)) != 0, now);
+  }
+  // Answers up to `max_requests` requests, reading more while the socket may hold some, then
+  // sends what it can.
+  void serve(int max_requests, steady_clock::time_point now);
+  // serve() has work that does not wait for the socket.
+  [[nodiscard]] bool has_ready_work() const noexcept;
+  // POLLIN and/or POLLOUT: what the connection waits for (level-triggered drivers).
+  [[nodiscard]] short interest() const noexcept;
+
+  // When on_deadline() has something to do: a timeout, or the end of the grace period.
+  [[nodiscard]] steady_clock::time_point deadline() const noexcept;
+  void on_deadline(steady_clock::time_point now);  // does nothing before deadline()
+  // The server is stopping: an idle connection closes now (after taking a request that already
+  // arrived); the others answer with Connection: close, and close at `grace_deadline` at the latest.
+  void on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline);
+  // The answer of the job that run_job() handed elsewhere (its connection may have closed since).
+  void job_done(http::response r);
+  void close() noexcept;
+
+ private:
+  // Request bytes: grows by doubling up to a limit and never zero-fills what a read overwrites.
+  class input_buffer {
+   public:
+    [[nodiscard]] std::size_t size() const noexcept { return end_ - start_; }
+    [[nodiscard]] bool empty() const noexcept { return end_ == start_; }
+    [[nodiscard]] std::string_view view() const noexcept {
+      return {bytes_.get() + start_, end_ - start_};
+    }
+    void consume(std::size_t n) noexcept;
+    void clear() noexcept { start_ = end_ = 0; }
+    // Room for a read of at least `chunk` bytes, compacting or growing up to `limit` bytes;
+    // false when the buffer cannot take that much more.
+    bool make_room(std::size_t chunk, std::size_t limit);
+    [[nodiscard]] bool can_take(std::size_t chunk, std::size_t limit) const noexcept {
+      return capacity_ - size() >= chunk || capacity_ < limit;
+    }
+    [[nodiscard]] char* tail() noexcept { return bytes_.get() + end_; }
+    [[nodiscard]] std::size_t room() const noexcept { return capacity_ - end_; }
+    void commit(std::size_t n) noexcept { end_ += n; }
+
+   private:
+    std::unique_ptr<char[]> bytes_;
+    std::size_t capacity_ = 0;
+    std::size_t start_ = 0;
+    std::size_t end_ = 0;
+  };
+
+  // What a response needs from its request once the request's bytes are gone.
+  struct request_info {
+    int version_minor = 1;
+    bool keep_alive = true;
+    std::string log_line;  // "GET /x HTTP/1.1", only when access logging is on
+  };
+
+  [[nodiscard]] bool has_input() const noexcept { return !in_.empty(); }
+  [[nodiscard]] bool has_output() const noexcept {
+    return out_sent_ < out_.size() || file_.has_value();
+  }
+  // Requests are parsed and answered: open, not closing, no job running, output not backed up.
+  [[nodiscard]] bool takes_requests() const noexcept;
+  // Input is read: no job running and the unsent answers are below the high-water mark.
+  [[nodiscard]] bool takes_input() const noexcept;
+  [[nodiscard]] bool can_read_more() const noexcept;
+  [[nodiscard]] bool worth_parsing() const noexcept;
+  [[nodiscard]] std::size_t input_limit() const noexcept;
+  [[nodiscard]] bool stopping() const noexcept { return stopping_ || driver_.stopping(); }
+
+  void read_input(steady_clock::time_point now);
+  void drain_lingering();
+  void answer(http::request& req, std::size_t consumed, steady_clock::time_point now);
+  void respond(const request_info& info, http::response r);
+  void fail_request(int status, std::string_view reason);
+  void flush(steady_clock::time_point now);
+  void finish_or_linger(steady_clock::time_point now);
+  void set_nodelay() noexcept;
+
+  server_context& ctx_;
+  connection_driver& driver_;
+  // The socket, held in place (not allocated apart); io_ is what every read and write goes
+  // through: the socket itself, or a transport layered on it (transport.hpp).
+  socket_transport socket_;
+  transport* io_ = &socket_;
+  input_buffer in_;
+  std::string out_;
+  std::size_t out_sent_ = 0;
+  std::optional<http::response> file_;  // a file body still being sent
+  // How far the last incomplete parse got: bytes of the request already looked at, and the
+  // length at which its body is complete (0: head incomplete). See worth_parsing().
+  std::size_t parsed_upto_ = 0;
+  std::size_t needed_ = 0;
+  steady_clock::time_point head_started_{};  // first byte of the request being received
+  steady_clock::time_point last_activity_{};
+  steady_clock::time_point linger_until_{};
+  steady_clock::time_point grace_deadline_{};
+  // The socket may hold bytes not read yet: set by readiness, cleared by a short read. Without
+  // it an edge-triggered driver would pay a second read that says EAGAIN for every request.
+  bool maybe_readable_ = false;
+  bool job_pending_ = false;        // run_job() handed the current request's job elsewhere
+  bool close_after_write_ = false;  // the last response said Connection: close
+  bool lingering_ = false;          // our side is shut; reading until the client closes
+  bool peer_closed_ = false;        // the client shut its side (read saw end-of-file)
+  bool continue_sent_ = false;      // "100 Continue" went out for the request being received
+  bool discarded_input_ = false;    // an error response threw away unread request bytes
+  bool stopping_ = false;           // on_stop() was called
+  bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
+  request_info pending_;            // the request whose job is running
+  peer_address peer_;
+};
+
+}  // namespace spoold

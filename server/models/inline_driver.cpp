@@ -1,0 +1,45 @@
+#include "models/inline_driver.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+
+namespace spoold {
+
+void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a,
+                      serve_options opts) {
+  inline_driver driver(stop);
+  auto now = steady_clock::now();
+  connection c(ctx, driver, std::move(a), now);
+  bool stop_seen = false;
+  while (!c.closed()) {
+    if (c.has_ready_work()) c.serve(std::numeric_limits<int>::max(), now);
+    if (c.closed()) break;
+    // Every turn goes through poll(), without waiting if there is more to serve, so that the
+    // stop and the deadlines are seen whatever the connection does.
+    const bool ready = c.has_ready_work();
+    const short interest = c.interest();
+    if (opts.flush_log_when_idle && ctx.log && interest == POLLIN && !ready) ctx.log->flush();
+    // Once the stop is seen its descriptor stays readable: leave it out of the set.
+    pollfd fds[2] = {{c.fd(), interest, 0}, {stop.fd(), POLLIN, 0}};
+    const nfds_t count = stop_seen ? 1 : 2;
+    const int n = ::poll(fds, count, ready ? 0 : poll_timeout(c.deadline(), now));
+    now = steady_clock::now();
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::perror("spoold: poll");
+      break;  // the connection's destructor closes the socket
+    }
+    if (count == 2 && fds[1].revents != 0) {
+      stop_seen = true;
+      c.on_stop(now, stop.raised_at() + ctx.opts.grace);
+    }
+    if (fds[0].revents != 0) c.on_poll(fds[0].revents, now);
+    c.on_deadline(now);
+  }
+  if (opts.flush_log_when_idle && ctx.log) ctx.log->flush();
+}
+
+}  // namespace spoold

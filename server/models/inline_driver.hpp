@@ -1,0 +1,33 @@
+// The driver of the models that give a connection a thread (or a process) of its own, and of
+// the single-threaded poll model: blocking jobs run inline, on the thread that serves the
+// connection, and the stop comes from a stop_signal.
+#pragma once
+
+#include "models/connection.hpp"
+#include "models/stop_signal.hpp"
+
+namespace spoold {
+
+class inline_driver final : public connection_driver {
+ public:
+  explicit inline_driver(const stop_signal& stop) noexcept : connection_driver(stop) {}
+
+  // The thread has nothing else to do (or, in poll, nobody else to give the job to).
+  std::optional<http::response> run_job(connection& c, blocking_job&& job) override {
+    (void)c;
+    return run_job_here(job);
+  }
+};
+
+struct serve_options {
+  // A forked child has no thread flushing the access log's buffer: the connection's thread
+  // flushes it whenever the connection goes back to waiting for a request, and at the end.
+  bool flush_log_when_idle = false;
+};
+
+// Serves one connection on the calling thread until it closes, waiting in poll() on its socket
+// and the stop signal; takes ownership of the socket.
+void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a,
+                      serve_options opts = {});
+
+}  // namespace spoold

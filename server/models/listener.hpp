@@ -1,0 +1,106 @@
+// The listening side every model shares: the listening socket (bound once, from --bind and
+// --port), accepting with one classification of accept()'s errors, and the 503 that refuses a
+// connection past --max-connections or when nothing can take it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "models/model.hpp"
+#include "net.hpp"
+
+namespace spoold {
+
+// A socket accept() returned: non-blocking and close-on-exec, owned by whoever holds this.
+struct accepted {
+  int fd = -1;
+  peer_address peer;
+};
+
+enum class accept_outcome {
+  accepted,   // `out` holds a new connection
+  empty,      // nothing pending (non-blocking listener)
+  exhausted,  // out of descriptors or memory: pending connections wait in the backlog; the
+              // caller pauses accepting for accept_pause and tries again
+  failed,     // the listener was shut down (how shut_down() wakes a blocking accept()), or
+              // accept() failed otherwise (reported on stderr): a blocking model stops
+              // accepting; an event loop, which never shuts its listener down, pauses as for
+              // `exhausted`
+};
+
+// How long a model stops accepting after `exhausted`.
+inline constexpr std::chrono::milliseconds accept_pause{100};
+
+class listener {
+ public:
+  listener() = default;
+  ~listener() { close(); }
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+
+  // Binds --bind:--port (the port the first listener of a model got, for the next ones). With
+  // `blocking`, accept() waits for a connection (the models that block in it); otherwise it
+  // returns `empty` (event loops). `reuse_port`: SO_REUSEPORT, one listener per event loop.
+  // Throws std::system_error.
+  void open(const options& o, std::uint16_t port, bool blocking, bool reuse_port = false);
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+  // One accept(). Interrupted and aborted accepts are retried inside; errors that will not pass
+  // are reported on stderr (all but the EINVAL of a shut-down listener).
+  accept_outcome accept(accepted& out) noexcept;
+
+  // Accepts up to `max` pending connections without waiting, handing each to
+  // on_accept(accepted&&), which owns it from then on. Returns `accepted` if it stopped at `max`
+  // (more may be pending), else the outcome that stopped it.
+  template <class OnAccept>
+  accept_outcome accept_pending(int max, OnAccept&& on_accept) {
+    for (int i = 0; i < max; ++i) {
+      accepted a;
+      const accept_outcome got = accept(a);
+      if (got != accept_outcome::accepted) return got;
+      on_accept(std::move(a));
+    }
+    return accept_outcome::accepted;
+  }
+
+  // Refuses new connections and wakes every accept() blocked on this socket, in this process
+  // and in forked children (Linux fails them with EINVAL); the descriptor stays open.
+  void shut_down() noexcept;
+  void close() noexcept;
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// How many connections a listening model accepts per turn of its loop: a burst of new
+// connections cannot starve the requests of established ones.
+inline constexpr int accepts_per_turn = 64;
+
+// The --max-connections budget of a model's threads: lock-free, so no accepting thread waits on
+// another for it.
+class connection_budget {
+ public:
+  explicit connection_budget(std::size_t max) noexcept : max_(max) {}
+  // True if one more connection may be served; then release() must follow.
+  bool admit() noexcept {
+    if (open_.fetch_add(1, std::memory_order_relaxed) < max_) return true;
+    open_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  void release() noexcept { open_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  std::size_t max_;
+  std::atomic<std::size_t> open_{0};
+};
+
+// Answers the 503 of --max-connections (or of a connection nothing could take), closes the
+// socket and counts the refusal. One try: a client that cannot take 150 bytes now does not get
+// them.
+void refuse_connection(server_context& ctx, accepted&& a) noexcept;
+
+}  // namespace spoold

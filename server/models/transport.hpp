@@ -1,0 +1,85 @@
+// Every byte a connection reads or writes goes through its transport. Today that is the plain
+// socket (socket_transport), which the connection holds in place; a transport that encrypts is
+// layered on that socket and takes its place behind the same calls.
+//
+// Contract, for every implementation:
+//  - Calls never wait: the socket is non-blocking. `again` means "nothing can move now"; the
+//    driver waits for the socket's next readiness and the connection calls again.
+//  - read() returning fewer bytes than asked means the transport holds nothing more right now.
+//    The epoll model relies on it (edge-triggered: a short read stands for "drained", so no
+//    second read that would only say EAGAIN). A transport that hands out less than it has
+//    buffered (a TLS record at a time) keeps reading until the buffer is full or it would block.
+//  - One virtual call per read or write, never per byte: next to the system call it stands for,
+//    its cost does not show.
+//
+// How an encrypting transport fits (OpenSSL's non-blocking SSL_read/SSL_write):
+//  - SSL_ERROR_WANT_READ and SSL_ERROR_WANT_WRITE both become `again`; the handshake runs inside
+//    the first read or write. A read that needs the socket writable (or a write that needs it
+//    readable) must tell the driver which readiness it waits for; that is the one addition the
+//    connection's interest() will need for level-triggered drivers. The epoll model registers
+//    every socket for both directions already, and retries both on any edge.
+//  - send_file() cannot use sendfile(2): it reads the file range into a buffer (pread) and
+//    writes that, returning the bytes the peer accepted.
+//  - shutdown_write() sends close_notify before shutting the socket's sending side.
+//  - The connection's constructor is where an accepted socket would get its layer: the
+//    connection keeps owning the socket (socket_transport closes it) and points its `io_` at
+//    the layer, which reads and writes the socket itself; the listener that accepted the socket
+//    is what decides.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spoold {
+
+enum class io_status : std::uint8_t {
+  ok,     // `bytes` moved (more than zero)
+  again,  // nothing can move until the socket is ready again
+  eof,    // read: the peer closed its sending side
+  error,  // the connection is broken (reset, or the file under a body shrank)
+};
+
+struct io_result {
+  io_status status = io_status::ok;
+  std::size_t bytes = 0;
+};
+
+class transport {
+ public:
+  virtual ~transport() = default;
+  transport(const transport&) = delete;
+  transport& operator=(const transport&) = delete;
+
+  // The socket, for the driver's poll() or epoll set; -1 once closed.
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+
+  virtual io_result read(char* into, std::size_t size) noexcept = 0;
+  // `more`: further bytes follow at once (a file body after a head), so a partial packet may wait.
+  virtual io_result write(const char* from, std::size_t size, bool more) noexcept = 0;
+  // Up to `size` bytes of the open file `file_fd` from `offset`, which is advanced.
+  virtual io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept = 0;
+  // No more bytes will be written (after the last response); false if the socket refused.
+  virtual bool shutdown_write() noexcept = 0;
+
+  // Answers leave at once instead of waiting on Nagle's algorithm. Best effort.
+  void set_nodelay() noexcept;
+  void close() noexcept;
+
+ protected:
+  explicit transport(int fd) noexcept : fd_(fd) {}
+  int fd_;
+};
+
+// A plain TCP socket: recv, send (MSG_NOSIGNAL), sendfile.
+class socket_transport final : public transport {
+ public:
+  explicit socket_transport(int fd) noexcept : transport(fd) {}
+  ~socket_transport() override { close(); }
+
+  io_result read(char* into, std::size_t size) noexcept override;
+  io_result write(const char* from, std::size_t size, bool more) noexcept override;
+  io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept override;
+  bool shutdown_write() noexcept override;
+};
+
+}  // namespace spoold
