@@ -15,15 +15,15 @@
 #include <thread>
 #include <vector>
 
-#include "injector.hpp"
-#include "parker.hpp"
-#include "producer_slots.hpp"
+#include "queues/injector.hpp"
+#include "sleep/parker.hpp"
+#include "queues/producer_slots.hpp"
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/join_task.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/spool.hpp"
-#include "stolen_batch.hpp"
-#include "ws_deque.hpp"
+#include "queues/stolen_batch.hpp"
+#include "queues/ws_deque.hpp"
 
 namespace spool::detail {
 

@@ -19,7 +19,7 @@
 
 #include "spool/detail/task.hpp"
 #include "stress_scale.hpp"
-#include "task_memory.hpp"
+#include "memory/task_memory_testing.hpp"
 
 namespace {
 

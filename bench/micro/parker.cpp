@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "backoff.hpp"
-#include "parker.hpp"
+#include "sleep/parker.hpp"
 
 namespace {
 

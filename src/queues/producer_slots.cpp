@@ -1,4 +1,4 @@
-#include "producer_slots.hpp"
+#include "queues/producer_slots.hpp"
 
 namespace spool::detail {
 namespace {

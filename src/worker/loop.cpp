@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core.hpp"
-#include "cpu_relax.hpp"
+#include "sync/cpu_relax.hpp"
 
 namespace spool::detail {
 namespace {

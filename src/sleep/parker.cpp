@@ -2,7 +2,7 @@
 // a notifier takes the sleeper it wakes off the list before waking it; so a sleeper that has
 // been chosen but not yet scheduled is never counted again, and a burst of submissions costs
 // one futex wake per sleeper, not one per submission (src/README.md, "Parking and waking").
-#include "parker.hpp"
+#include "sleep/parker.hpp"
 
 #include <climits>
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "ws_deque.hpp"
+#include "queues/ws_deque.hpp"
 
 namespace spool::detail {
 

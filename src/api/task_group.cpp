@@ -61,7 +61,7 @@
 #include <mutex>
 
 #include "core.hpp"
-#include "futex.hpp"
+#include "sleep/futex.hpp"
 
 namespace spool::detail {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <new>
 
-#include "c_task.hpp"
+#include "api/c_task.hpp"
 #include "core.hpp"
 #include "spool/spool.h"
 

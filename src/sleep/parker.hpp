@@ -8,8 +8,8 @@
 #include <memory>
 #include <mutex>
 
-#include "dekker.hpp"
-#include "futex.hpp"
+#include "sync/dekker.hpp"
+#include "sleep/futex.hpp"
 
 namespace spool::detail {
 

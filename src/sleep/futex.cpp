@@ -1,4 +1,4 @@
-#include "futex.hpp"
+#include "sleep/futex.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "spool/detail/task.hpp"
-#include "ws_deque.hpp"
+#include "queues/ws_deque.hpp"
 
 namespace spool::detail {
 

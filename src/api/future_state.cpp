@@ -8,8 +8,8 @@
 #include <climits>
 
 #include "core.hpp"
-#include "cpu_relax.hpp"
-#include "futex.hpp"
+#include "sync/cpu_relax.hpp"
+#include "sleep/futex.hpp"
 
 namespace spool::detail {
 

@@ -80,9 +80,9 @@
 #include <mutex>
 #include <new>
 
-#include "cpu_relax.hpp"
+#include "sync/cpu_relax.hpp"
 #include "spool/detail/task.hpp"
-#include "task_memory.hpp"
+#include "memory/task_memory_testing.hpp"
 
 namespace spool::detail {
 namespace {

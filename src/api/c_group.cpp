@@ -3,7 +3,7 @@
 #include <exception>
 #include <new>
 
-#include "c_task.hpp"
+#include "api/c_task.hpp"
 #include "core.hpp"
 #include "spool/spool.h"
 #include "spool/task_group.hpp"
