@@ -1,6 +1,6 @@
-// task_memory.hpp: hooks into task memory (task_memory.cpp) for its tests, which must reach
-// the path a thread takes when the shared depot is busy, and see which blocks come from rings.
-// Not used by the pool itself.
+// memory/task_memory_testing.hpp: hooks into task memory (task_memory.cpp) for its tests,
+// which must reach the path a thread takes when the shared depot is busy, and see which blocks
+// come from rings. Not used by the pool itself.
 #pragma once
 
 #include <cstddef>
