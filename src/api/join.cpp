@@ -1,4 +1,4 @@
-// join.cpp: fork/join with the forked half on the forking worker's stack (join_task), the
+// api/join.cpp: fork/join with the forked half on the forking worker's stack (join_task), the
 // primitive under spool::parallel_invoke and the algorithms of spool/parallel.hpp.
 //
 // The fork: the worker counts the half as submitted and pushes it onto its own deque, as
@@ -6,8 +6,7 @@
 // from the bottom of its deque and runs it in place, unless a thief took it; then it helps
 // (help_until) until the half is done. Against submit() and future::get(), this saves the
 // task's allocation and free, the future state's reference counts and the search through
-// find_task when nobody stole the half: a fork cost 36 ns here against 52 ns before (fib(30)
-// with a cutoff of 6 on one thread; docs/bench/history.md, "fork/join without an allocation").
+// find_task when nobody stole the half, which is most forks of a balanced recursion.
 //
 // Invariants, and why they hold:
 //  - The half outlives every use. It lives in the forking frame, and fork_join returns only
@@ -21,15 +20,15 @@
 //    for it, and statistics() counts forks as tasks.
 //  - Tasks that left() pushed lie above the half in the deque; the pop-back loop runs them
 //    first, as the worker loop would. It never meets a task older than the half: thieves take
-//    from the oldest end, so once the half is stolen everything below it is gone too. The half may
-//    also be gone before left() returns: a wait inside left() helps, and its search pops the half
-//    and runs it. So the loop checks ready() before each pop; once the half is gone it stops, or
-//    helps until the thief finishes.
+//    from the oldest end, so once the half is stolen everything below it is gone too. The half
+//    may also be gone before left() returns: a wait inside left() helps, and its search pops
+//    the half and runs it. So the loop checks ready() before each pop; once the half is gone it
+//    stops, or helps until the thief finishes.
 //  - No lost wake-up: a worker that will sleep waiting for the half sets k_waited with a
 //    seq_cst read-modify-write and then reads the outcome bits (mark_waited_by_worker());
 //    finish() sets them with a seq_cst exchange and then reads k_waited from the old value.
-//    One of the two sees the other (as for futures, src/README.md "Futures").
-//  - Dropped, not lost: a discarding shutdown may cancel the half in the deque (drop_queued)
+//    One of the two sees the other (as for futures, api/README.md "Futures").
+//  - Dropped, not lost: a discarding shutdown may cancel the half in the deque (queues::drain)
 //    or when a worker takes it (execute()). Then k_dropped is set and fork_join returns false;
 //    the caller runs the call itself (parallel.hpp promises that an algorithm that started
 //    finishes).
@@ -58,7 +57,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
     return false;
   }
   right.owner_ = this;
-  tally(w, &counters::submitted, 1);
+  idle_.tally(w, &counters::submitted, 1);
   std::error_code refused;
   if (discarding_.load(std::memory_order_acquire)) {
     refused = errc::shut_down;
@@ -74,7 +73,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
     left(left_context);
     return false;
   }
-  notify_worker();
+  sleep_.notify_worker();
   left(left_context);
   while (!right.ready()) {
     task* t = w->deque.pop();
@@ -96,7 +95,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
     add_owned32(w->depth, +1);
     right.call_(right.context_);
     add_owned32(w->depth, -1);
-    tally(w, &counters::completed, 1);
+    idle_.tally(w, &counters::completed, 1);
     return true;
   }
   return right.ran();

@@ -1,4 +1,4 @@
-// range.cpp: range submissions (pool::post_n): n calls f(0) .. f(n-1) that the workers share
+// api/range.cpp: range submissions (pool::post_n): n calls f(0) .. f(n-1) that the workers share
 // through a few tickets instead of n tasks.
 //
 // Why: a task per index costs an allocation, a deque entry and (for a thread outside the
@@ -88,12 +88,14 @@ class range_ticket final : public task {
   const bool spawner_;     // the submitted ticket: spreads the others when it first runs
 };
 
-bool core::takes_ranges() noexcept { return own_worker() != nullptr || slots_.mine() != nullptr; }
+bool core::takes_ranges() noexcept {
+  return own_worker() != nullptr || queues_.slots().mine() != nullptr;
+}
 
 bulk_result core::submit_range(range_job* job) noexcept {
   const std::size_t n = job->size;
   worker* w = own_worker();
-  producer_slot* slot = w != nullptr ? nullptr : slots_.mine();
+  producer_slot* slot = w != nullptr ? nullptr : queues_.slots().mine();
   if (w == nullptr && slot == nullptr) {  // pool::try_post_n asked takes_ranges() first
     job->destroy();
     return {0, errc::invalid_argument};
@@ -121,7 +123,7 @@ bulk_result core::submit_range(range_job* job) noexcept {
     return {0, why};
   }
   if (slot != nullptr) add_owned(slot->accepted, n);
-  notify_worker();
+  sleep_.notify_worker();
   return {n, {}};
 }
 
@@ -147,8 +149,8 @@ bool core::leave_ticket(range_ticket& t, worker* w) noexcept {
 
 void core::run_chunk(range_job& job, worker* w, std::size_t lo, std::size_t hi) noexcept {
   const std::size_t failed = job.run(*this, lo, hi);
-  tally(w, &counters::completed, hi - lo - failed);
-  if (failed != 0) tally(w, &counters::failed, failed);
+  idle_.tally(w, &counters::completed, hi - lo - failed);
+  if (failed != 0) idle_.tally(w, &counters::failed, failed);
 }
 
 outcome core::run_ticket(range_ticket& t) noexcept {
@@ -157,15 +159,16 @@ outcome core::run_ticket(range_ticket& t) noexcept {
   if (t.spawner_) {
     bool spawned = false;
     for (std::uint32_t i = 1; i < job.width; ++i) spawned |= leave_ticket(t, w);
-    if (spawned) notify_worker();
+    if (spawned) sleep_.notify_worker();
   }
   const outcome mine =
       job.run(*this, t.own_, t.own_ + 1) == 0 ? outcome::completed : outcome::failed;
   std::size_t lo = 0, hi = 0;
   while (!discarding_.load(std::memory_order_acquire)) {
     // Work of higher priority waits: hand the rest to a fresh ticket behind it and return.
-    if (!injector_.empty() && injector_.queued(priority::high) != 0 && leave_ticket(t, w)) {
-      notify_worker();
+    const injector& shared = queues_.shared();
+    if (!shared.empty() && shared.queued(priority::high) != 0 && leave_ticket(t, w)) {
+      sleep_.notify_worker();
       break;
     }
     if (!claim(job, 0, lo, hi)) break;
@@ -183,7 +186,7 @@ void core::release_job(range_job& job, worker* w) noexcept {
   job.destroy();
   if (unclaimed != 0) {  // a discarding shutdown stopped the claims
     dropped_.fetch_add(unclaimed, std::memory_order_relaxed);
-    tally(w, &counters::cancelled, unclaimed);
+    idle_.tally(w, &counters::cancelled, unclaimed);
   }
 }
 

@@ -1,4 +1,4 @@
-// task_group.cpp: counting a group's tasks, waiting for them, cancelling them.
+// api/task_group.cpp: counting a group's tasks, waiting for them, cancelling them.
 //
 // The count. Everything a waiter needs is in one 64-bit word, count_, changed only by
 // read-modify-writes:
@@ -51,7 +51,7 @@
 // sees the waiter and wakes it. An outside waiter reads epoch before the count and sleeps only
 // while epoch is unchanged; the finisher bumps epoch before futex_wake, so a wake cannot fall
 // between the check and the sleep. A worker relies on the parker's prepare()/notify_all()
-// pairing the same way (see wait_target in core.hpp): it calls prepare() before arm().
+// pairing the same way (see worker/wait_target.hpp): it calls prepare() before arm().
 #include "spool/task_group.hpp"
 
 #include <atomic>
