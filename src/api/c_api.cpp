@@ -1,4 +1,4 @@
-// c_api.cpp: the C API (spool.h) over detail::core.
+// api/c_api.cpp: the C API (spool.h) over detail::core.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// c_group.cpp: the C API's task groups (spool.h) over spool::task_group.
+// api/c_group.cpp: the C API's task groups (spool.h) over spool::task_group.
 #include <chrono>
 #include <exception>
 #include <new>

@@ -1,4 +1,4 @@
-// c_task.hpp: what the C API's files share: the pool handle and the task around a C function.
+// api/c_task.hpp: what the C API's files share: the pool handle and the task around a C function.
 #pragma once
 
 #include "core.hpp"

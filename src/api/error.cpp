@@ -1,3 +1,4 @@
+// api/error.cpp: spool::errc as a std::error_category, and its messages.
 #include "spool/error.hpp"
 
 #include "spool/spool.h"

@@ -1,4 +1,4 @@
-// future_state.cpp: completing a future and waiting for it.
+// api/future_state.cpp: completing a future and waiting for it.
 //
 // status_ holds k_ready and two "someone sleeps on me" bits. The completer exchanges in
 // k_ready and wakes exactly the kinds of sleeper the old value names: a futex wake for

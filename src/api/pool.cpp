@@ -1,4 +1,4 @@
-// pool.cpp: spool::pool, the C++ face of detail::core.
+// api/pool.cpp: spool::pool, the C++ face of detail::core.
 #include <cstdio>
 #include <exception>
 #include <string>

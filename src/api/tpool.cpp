@@ -1,4 +1,4 @@
-// tpool.cpp: tpool's six functions (tpool.h) on the C API. Differences from tpool's own code
+// api/tpool.cpp: tpool's six functions (tpool.h) on the C API. Differences from tpool's own code
 // are listed in tpool.h.
 #include "spool/tpool.h"
 

@@ -1,3 +1,4 @@
+// queues/injector.cpp: the injector's FIFOs, bound and full-queue policies (see injector.hpp).
 #include "queues/injector.hpp"
 
 namespace spool::detail {

@@ -1,4 +1,4 @@
-// injector.hpp: the bounded queue through which threads outside the pool hand it work (the
+// queues/injector.hpp: the bounded queue through which threads outside the pool hand it work (the
 // paper's producer-consumer queue), with one FIFO per priority level. Producers that find it
 // full wait, time out, or are told so, by policy; workers never wait on it (they sleep in the
 // parker), so the only condition variable here is "not full", for producers.

@@ -1,3 +1,5 @@
+// queues/producer_slots.cpp: claiming a slot, and the thread's cache of its slots (see
+// producer_slots.hpp).
 #include "queues/producer_slots.hpp"
 
 namespace spool::detail {

@@ -1,4 +1,4 @@
-// producer_slots.hpp: lock-free lanes for threads outside the pool.
+// queues/producer_slots.hpp: lock-free lanes for threads outside the pool.
 //
 // A thread outside the pool that submits to an unbounded pool gets a slot of its own on its
 // first submission: a work-stealing deque that only it pushes to, and that workers steal

@@ -1,5 +1,5 @@
-// stolen_batch.hpp: a run of tasks a worker took from a producer slot in one go, which it and
-// every other worker then take one at a time, oldest first.
+// queues/stolen_batch.hpp: a run of tasks a worker took from a producer slot in one go, which
+// it and every other worker then take one at a time, oldest first.
 //
 // Why: taking a producer's tasks one by one costs a CAS on the slot's top and a read of the
 // lines the producer is writing (its bottom index, the ring) for every task. Taking up to

@@ -1,4 +1,4 @@
-// ws_deque.hpp: a worker's own task deque (Chase-Lev, as corrected for weak memory models by
+// queues/ws_deque.hpp: a worker's own task deque (Chase-Lev, as corrected for weak memory models by
 // Le, Pop, Cohen and Zappa Nardelli, PPoPP 2013).
 //
 // The owner pushes and pops at the bottom (LIFO: the newest task, whose data is hot in cache,

@@ -1,3 +1,4 @@
+// sleep/futex.cpp: the futex system calls behind futex.hpp.
 #include "sleep/futex.hpp"
 
 #include <linux/futex.h>

@@ -1,5 +1,5 @@
-// futex.hpp: sleeping on a 32-bit atomic word (Linux futex). Every wait may return spuriously;
-// callers re-check their condition in a loop.
+// sleep/futex.hpp: sleeping on a 32-bit atomic word (Linux futex). Every wait may return
+// spuriously; callers re-check their condition in a loop.
 #pragma once
 
 #include <atomic>

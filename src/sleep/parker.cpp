@@ -1,7 +1,7 @@
-// parker.cpp: the sleeping half of the parker. Each sleeper waits on its own seat's word, and
+// sleep/parker.cpp: the sleeping half of the parker. Each sleeper waits on its own seat's word, and
 // a notifier takes the sleeper it wakes off the list before waking it; so a sleeper that has
 // been chosen but not yet scheduled is never counted again, and a burst of submissions costs
-// one futex wake per sleeper, not one per submission (src/README.md, "Parking and waking").
+// one futex wake per sleeper, not one per submission (sleep/README.md, "Parking and waking").
 #include "sleep/parker.hpp"
 
 #include <climits>

@@ -1,5 +1,5 @@
-// parker.hpp: where idle workers sleep, and how a submission wakes one. The protocol and why
-// it loses no wake-up are in src/README.md ("Parking and waking").
+// sleep/parker.hpp: where idle workers sleep, and how a submission wakes one. The protocol and why
+// it loses no wake-up are in sleep/README.md ("Parking and waking").
 #pragma once
 
 #include <atomic>
@@ -45,7 +45,7 @@ class parker {
   // condition it waits for) once more, then either cancel()s (it found something) or parks.
   // With want_timed, the seat also takes the *timed role* if no listed sleeper holds it, and
   // prepare() says whether it did: the holder must park with a deadline and, at each one,
-  // decide about the wake-ups deferred to it (src/README.md, "Deferred wake-ups"). The role
+  // decide about the wake-ups deferred to it (sleep/README.md, "Deferred wake-ups"). The role
   // ends when the seat leaves the list, however it leaves.
   bool prepare(std::uint32_t seat, bool want_timed = false) noexcept;
   // prepare(seat, true) for a worker that leaves work queued (core: a crowded pool's extra

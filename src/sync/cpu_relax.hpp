@@ -1,6 +1,6 @@
-// cpu_relax.hpp: hints to the processor. cpu_relax() is the spin-wait hint, for loops that poll
-// shared memory: it frees pipeline resources for a sibling hyperthread and slows the loop's
-// reads of a contended line. prefetch_for_write() moves a line here ahead of a store.
+// sync/cpu_relax.hpp: hints to the processor. cpu_relax() is the spin-wait hint, for loops
+// that poll shared memory: it frees pipeline resources for a sibling hyperthread and slows the
+// loop's reads of a contended line. prefetch_for_write() moves a line here ahead of a store.
 #pragma once
 
 namespace spool::detail {

@@ -1,4 +1,4 @@
-// dekker.hpp: the reading half of the Dekker pairings in the pool (a notifier that made its
+// sync/dekker.hpp: the reading half of the Dekker pairings in the pool (a notifier that made its
 // change and now looks whether anyone must be told). Each side writes its own word, then,
 // after a full barrier, reads the other's; sequential consistency forbids both reads missing.
 #pragma once
