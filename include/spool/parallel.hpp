@@ -56,7 +56,7 @@ namespace spool {
 // Calls each of fs() once, in parallel, and returns when all have returned: fork/join for a
 // fixed set of calls (two or more; each is called as an lvalue, neither copied nor moved, and
 // its result, if any, is discarded). The calling worker runs the first itself and offers the
-// others to the pool, without allocating (src/join.cpp); each it takes back unstolen runs on
+// others to the pool, without allocating (src/api/join.cpp); each it takes back unstolen runs on
 // it too. From any other thread the whole call is one task that this thread waits for. The
 // first exception rethrows after every started call returned (see the notes at the top).
 template <class... Fs>
@@ -148,10 +148,11 @@ T parallel_reduce(pool& p, Index first, Index last, T identity, Map map, Reduce 
 // Sorts [first, last) by comp into the order std::sort gives (not stable: equivalent elements
 // may come in any order): a quicksort whose top levels split their ranges in parallel and whose
 // lower levels are tasks down to leaves sorted serially (the design is in
-// spool/detail/parallel_sort.hpp). O(n log n) comparisons in the worst case. comp is called concurrently from several threads. If comp (or
-// an element's move) throws, the first exception propagates once every task has finished, and
-// the range is valid but unspecified, as std::sort leaves it. On a one-thread pool the whole
-// range is one leaf, sorted on the worker.
+// spool/detail/parallel_sort.hpp). O(n log n) comparisons in the worst case. comp is called
+// concurrently from several threads. If comp (or an element's move) throws, the first
+// exception propagates once every task has finished, and the range is valid but unspecified,
+// as std::sort leaves it. On a one-thread pool the whole range is one leaf, sorted on the
+// worker.
 template <std::random_access_iterator RandomIt, class Compare = std::less<>>
 void parallel_sort(pool& p, RandomIt first, RandomIt last, Compare comp = {}) {
   const auto n = last - first;

@@ -404,9 +404,9 @@ class sort_job {
   }
 
   // Ranges this short are left to the insertion sort pass. Arithmetic elements compare and
-  // move in a cycle, and a partition pass costs more than the longer insertions (48 against
-  // 16: 7% less time on 10M random ints, 16% on reversed ones); for other types each
-  // comparison may be costly, and 16 keeps their count near n log2 n.
+  // move in a cycle, so for them a partition pass costs more than the longer insertions it
+  // saves; for other types each comparison may be costly, and 16 keeps their count near
+  // n log2 n.
   static constexpr diff k_small = std::is_arithmetic_v<std::iter_value_t<It>> ? 48 : 16;
   static constexpr diff k_min_leaf = 2048;
   static constexpr diff k_min_parallel = diff{1} << 14;

@@ -69,7 +69,7 @@ struct guarded_call {
 // their exceptions go to `failure`. If the pool refuses the task, or drops it unrun (a
 // discarding shutdown), right() runs here instead: the task only referred to it. Called on a
 // worker of p (run_in_pool puts every algorithm there), the task lives on this frame and
-// costs no allocation (src/join.cpp); on any other thread, left() and right() run here.
+// costs no allocation (src/api/join.cpp); on any other thread, left() and right() run here.
 template <class Left, class Right>
 void fork_join(pool& p, first_failure& failure, Left& left, Right& right) {
   guarded_call<Left> l{failure, left};
