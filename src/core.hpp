@@ -154,13 +154,15 @@ class core {
   sleep_control sleep_;
   quiescence idle_;
 
-  std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
-  std::atomic<bool> discarding_{false};   // shutdown(discard): cancel instead of run
-  std::atomic<std::uint64_t> dropped_{0};
-  std::mutex shutdown_mu_;  // serialises shutdown(); guards joined_
+  // Read on every submission and every task; written only by close() and shutdown().
+  alignas(64) std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
+  std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
+  std::mutex shutdown_mu_;               // serialises shutdown(); guards joined_
   bool joined_ = false;
-  std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share
+  // Statistics, written by submitters outside the pool: off the flags' line.
+  alignas(64) std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share
   std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> dropped_{0};
 };
 
 // spool_blocking_begin/end and spool::blocking_region: mark the calling worker (if any) as
