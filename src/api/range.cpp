@@ -10,10 +10,10 @@
 //
 // How the tickets spread. The submitter queues one ticket, like one post. When it runs, it
 // first spawns up to width - 1 more (width: min(n, max_threads, 256)) into its worker's deque,
-// with one wake-up for all (each woken worker passes the baton on, core::wake_for_surplus),
-// so every worker that comes looking finds one to steal. A ticket that sees high-priority work
-// queued stops claiming and leaves a fresh ticket for the rest in its deque, so the batch never
-// holds a worker past a chunk while such work waits.
+// with one wake-up for all (each woken worker passes the baton on,
+// sleep_control::wake_for_surplus), so every worker that comes looking finds one to steal. A
+// ticket that sees high-priority work queued stops claiming and leaves a fresh ticket for the
+// rest in its deque, so the batch never holds a worker past a chunk while such work waits.
 //
 // Counting (what makes wait_idle and shutdown right). The job's n tasks are counted submitted
 // by the submission, before the first ticket is visible. Every ticket owns one index, claimed

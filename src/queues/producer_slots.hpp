@@ -26,7 +26,7 @@ struct producer_slot {
   // moment they start (quiescence), `accepted` the ones that went in (statistics).
   std::atomic<std::uint64_t> entered{0};
   std::atomic<std::uint64_t> accepted{0};
-  // Held by the one worker taking a run of this slot's tasks into its stolen_batch (core::steal
+  // Held by the one worker taking a run of this slot's tasks into its stolen_batch (queues::steal
   // explains why the order needs it); a try-lock, never waited on. Off the counters' line,
   // which the producer writes on every submission.
   alignas(64) std::atomic<bool> batching{false};

@@ -15,7 +15,7 @@
 // overwritten only by a later fill, which needs the batch empty (head == tail), so a taker that
 // read an entry at an index since passed fails its CAS and discards what it read.
 //
-// `source_` names the slot the entries came from; core::steal uses it to keep the order
+// `source_` names the slot the entries came from; queues::steal uses it to keep the order
 // across batches (see there).
 #pragma once
 

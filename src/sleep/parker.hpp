@@ -48,15 +48,16 @@ class parker {
   // decide about the wake-ups deferred to it (sleep/README.md, "Deferred wake-ups"). The role
   // ends when the seat leaves the list, however it leaves.
   bool prepare(std::uint32_t seat, bool want_timed = false) noexcept;
-  // prepare(seat, true) for a worker that leaves work queued (core: a crowded pool's extra
-  // worker), done only if at least `keep` of `live` threads (this one included) would still
-  // be off the list after it; false, having done nothing, otherwise. Decided under the lock,
-  // so two workers cannot both leave counting on each other. *timed: as prepare's result.
+  // prepare(seat, true) for a worker that leaves work queued (a crowded pool's extra worker,
+  // sleep_control::retreat), done only if at least `keep` of `live` threads (this one
+  // included) would still be off the list after it; false, having done nothing, otherwise.
+  // Decided under the lock, so two workers cannot both leave counting on each other.
+  // *timed: as prepare's result.
   bool prepare_if_others_awake(std::uint32_t seat, std::uint32_t live, std::uint32_t keep,
                                bool* timed) noexcept;
   // Withdraws from the sleepers. Returns true if a notify_one() had already chosen this seat:
   // the caller then holds a spinner's count, which cancel() has given back, and it must take
-  // the work it found or make sure someone will (core::wake_for_surplus).
+  // the work it found or make sure someone will (sleep_control::wake_for_surplus).
   bool cancel(std::uint32_t seat) noexcept;
   wake park(std::uint32_t seat) noexcept;
   // As park(), until the deadline; wake::timed_out means it passed with nobody choosing this
