@@ -61,6 +61,11 @@ class core {
   // ---- Lifecycle and statistics (core.cpp) ----
 
   std::error_code wait_idle() noexcept;
+  // Refuses outside submissions from now on. Pairs Dekker-style with a producer-slot submission
+  // (submit_to_slot, enter_batch): the submitter counts the task in its slot, then reads
+  // closed_ after a full barrier; close() sets closed_ by a seq_cst read-modify-write, and a
+  // shutdown then reads the counts (quiescence::wait). Either the submitter sees the flag and
+  // backs out, or the shutdown sees the count and waits for the task.
   void close() noexcept;
   // errc::would_deadlock from one of this pool's workers; otherwise joins.
   std::error_code shutdown(shutdown_mode mode, std::size_t* dropped) noexcept;
@@ -118,9 +123,16 @@ class core {
   std::error_code refuse(worker* w, task* t, std::error_code why) noexcept;
 
   // The worker loop (worker/loop.cpp).
-  // Runs t on w, which found it; if w was idle, it passes surplus work on first.
-  void take(worker& w, task* t) noexcept;
-  // After a task: a crowded pool's extra worker leaves queued work to others and sleeps.
+  // Runs t on w, which found it; if w was idle, it passes surplus work on first (found_work).
+  // Inline: every task a worker finds goes through here, and the check is one load.
+  void take(worker& w, task* t) noexcept {
+    if (threads_.idle(w)) found_work(w);
+    execute(&w, t);
+  }
+  // w found work after being idle: the sizer is told, and surplus work is passed on.
+  void found_work(worker& w) noexcept;
+  // After a task, if sleep_.may_retreat(): a crowded pool's extra worker leaves queued work to
+  // others and sleeps.
   void retreat(worker& w, bool& searching) noexcept;
   // No task, and spinning gave up: announce, look once more, then sleep, retire or exit.
   enum class rest_end : unsigned char { looked, retired, terminate };

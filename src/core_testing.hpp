@@ -2,27 +2,29 @@
 // The pool itself never reads these; only tests include this header.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core.hpp"
+#include "sleep/sleep_testing.hpp"
 
 namespace spool::detail {
 
 struct core_testing {
   // Submissions that deferred their wake-up (sleep/README.md, "Deferred wake-ups").
-  static std::uint64_t deferred_wakes(const core& c) noexcept { return c.sleep_.deferred(); }
+  static std::uint64_t deferred_wakes(const core& c) noexcept {
+    return c.sleep_.parker_.deferred();
+  }
   // Periods at which the timed sleeper took deferred work because a worker made no progress.
-  static std::uint64_t rescues(const core& c) noexcept { return c.sleep_.rescues(); }
+  static std::uint64_t rescues(const core& c) noexcept {
+    return c.sleep_.rescues_.load(std::memory_order_relaxed);
+  }
   // Whether a listed sleeper holds the timed role.
   static bool timed_sleeper(const core& c) noexcept { return c.sleep_.sleepers().timed_listed(); }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
-  static bool monitor_sleeping(const core& c) noexcept { return c.threads_.monitor_sleeping(); }
+  static bool monitor_sleeping(const core& c) noexcept {
+    return c.threads_.monitor_asleep_.load(std::memory_order_relaxed);
+  }
 };
-
-namespace scheduling_testing {
-// Pools created while this is non-zero take it as their CPU count, so that a test can make a
-// pool crowded on any machine. 0 restores sched_getaffinity's count.
-void set_cpus(std::uint32_t n) noexcept;
-}  // namespace scheduling_testing
 
 }  // namespace spool::detail

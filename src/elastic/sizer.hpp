@@ -35,6 +35,7 @@
 namespace spool::detail {
 
 class queues;
+struct core_testing;
 
 class sizer {
  public:
@@ -55,18 +56,16 @@ class sizer {
   void thread_began(worker& w) noexcept;
   void thread_ends(worker& w, bool retired) noexcept;
 
-  // The worker ran out of work / found work after being idle. went_busy returns whether the
-  // worker was idle (and so must pass surplus work on, sleep_control::wake_for_surplus).
+  // The worker ran out of work / found work while idle(w) (it must then also pass surplus
+  // work on, sleep_control::wake_for_surplus).
   void went_idle(worker& w) noexcept {
     w.thread.was_idle = true;
     w.thread.idle.store(true, std::memory_order_relaxed);
     if (elastic()) w.thread.idle_since = std::chrono::steady_clock::now();
   }
-  bool went_busy(worker& w) noexcept {
-    if (!w.thread.was_idle) return false;
+  void went_busy(worker& w) noexcept {
     w.thread.was_idle = false;
     if (elastic()) wake_monitor_for(w);
-    return true;
   }
   bool idle(const worker& w) const noexcept { return w.thread.was_idle; }
 
@@ -99,12 +98,10 @@ class sizer {
 
   // The sizing fields of a statistics snapshot.
   void fill(stats& s) const noexcept;
-  // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
-  bool monitor_sleeping() const noexcept {
-    return monitor_asleep_.load(std::memory_order_relaxed);
-  }
 
  private:
+  friend struct core_testing;
+
   // went_busy's half of the pairing with the monitor (monitor.cpp).
   void wake_monitor_for(worker& w) noexcept;
   void kick_monitor() noexcept;

@@ -1,5 +1,17 @@
 // sleep/parker.hpp: where idle workers sleep, and how a submission wakes one. The protocol and why
 // it loses no wake-up are in sleep/README.md ("Parking and waking").
+//
+// Invariants:
+//  - `sleepers_` equals the length of the list whenever mu_ is free. A seat is on the list
+//    from prepare() until cancel(), a notifier (notify_one, notify_all) or park_until's
+//    deadline takes it off; only a listed seat sleeps.
+//  - `timed_listed_` is 1 exactly while a listed seat holds the timed role.
+//
+// Boundary with whoever makes work visible (the notifier) and the sleeper, Dekker-style: the
+// sleeper lists itself (a seq_cst read-modify-write of `sleepers_`, then a fence) and then
+// looks for work once more; the notifier makes the work visible and then, after a full
+// barrier, reads `spinners_` and `sleepers_` (notify_one). Either the sleeper's look finds
+// the work, or the notifier sees the sleeper (or a spinner, who will look) and wakes it.
 #pragma once
 
 #include <atomic>

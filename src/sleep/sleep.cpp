@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "core_testing.hpp"
 #include "elastic/sizer.hpp"
+#include "sleep/sleep_testing.hpp"
 
 namespace spool::detail {
 namespace {
@@ -70,7 +70,7 @@ std::uint32_t sleep_control::awake_workers(std::uint32_t extra_asleep) const noe
   return live > idle ? live - idle : 0;
 }
 
-bool sleep_control::retreat_listed(worker& w, bool* timed) noexcept {
+bool sleep_control::retreat(worker& w, bool* timed) noexcept {
   const std::uint32_t live = threads_.live();
   const std::uint32_t blocked = threads_.blocked();
   if (threads_.may_retire()) return false;

@@ -35,6 +35,7 @@
 namespace spool::detail {
 
 class sizer;
+struct core_testing;
 
 class sleep_control {
  public:
@@ -106,25 +107,24 @@ class sleep_control {
   // Whether w, about to park, should ask for the timed role: the pool would be crowded
   // without it, and w is not one that retires when idle (those park with their own deadline).
   bool wants_timed_role(bool may_retire) const noexcept { return !may_retire && crowded(1); }
-  // After a task: in a crowded pool with more workers awake than it needs, w lists itself as
-  // a sleeper although work may be queued, and must then park (sleep_timed if *timed).
-  // False: nothing was done.
-  bool retreat(worker& w, bool* timed) noexcept {
-    // Cheap tests first: this runs after every task.
-    if (!retreats_ || outside_active_.load(std::memory_order_relaxed) == 0) return false;
-    return retreat_listed(w, timed);
+  // After a task: whether a worker may have to retreat (deferral can make workers retreat, and
+  // an outside thread submitted lately). Two loads: this runs after every task.
+  bool may_retreat() const noexcept {
+    return retreats_ && outside_active_.load(std::memory_order_relaxed) != 0;
   }
+  // After may_retreat(): in a crowded pool with more workers awake than it needs, w lists
+  // itself as a sleeper although work may be queued, and must then park (sleep_timed if
+  // *timed). False: nothing was done.
+  bool retreat(worker& w, bool* timed) noexcept;
   // Parks w, which holds the timed role, period after period while it decides to keep
   // deferring. Returns whether a notifier chose it (parker::wake::searching).
   bool sleep_timed(worker& w) noexcept;
   // Parks w without a deadline. Returns whether a notifier chose it.
   bool park(worker& w) noexcept { return parker_.park(w.index) == parker::wake::searching; }
 
-  // ---- For tests (core_testing.hpp) ----
-  std::uint64_t deferred() const noexcept { return parker_.deferred(); }
-  std::uint64_t rescues() const noexcept { return rescues_.load(std::memory_order_relaxed); }
-
  private:
+  friend struct core_testing;
+
   // Rounds of spin() that only pause before later rounds yield (a few microseconds).
   static constexpr unsigned k_pause_rounds = 8;
 
@@ -134,7 +134,6 @@ class sleep_control {
   bool crowded(std::uint32_t extra_asleep) const noexcept;
   // Live workers neither asleep in the parker (nor extra_asleep more) nor in a blocking region.
   std::uint32_t awake_workers(std::uint32_t extra_asleep) const noexcept;
-  bool retreat_listed(worker& w, bool* timed) noexcept;
   // For the timed sleeper: notes each worker's finished count, and says whether a worker
   // other than `self` was running a task throughout since the last note without finishing
   // one (a task that blocks, or runs long).

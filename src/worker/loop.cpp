@@ -41,7 +41,7 @@ void core::run_worker(worker& w) noexcept {
     sleep_.searched(searching);
     if (t != nullptr) {
       take(w, t);
-      retreat(w, searching);
+      if (sleep_.may_retreat()) retreat(w, searching);
       continue;
     }
     if (!threads_.idle(w)) threads_.went_idle(w);
@@ -52,9 +52,9 @@ void core::run_worker(worker& w) noexcept {
   tls_worker = nullptr;
 }
 
-void core::take(worker& w, task* t) noexcept {
-  if (threads_.went_busy(w)) sleep_.wake_for_surplus();
-  execute(&w, t);
+void core::found_work(worker& w) noexcept {
+  threads_.went_busy(w);
+  sleep_.wake_for_surplus();
 }
 
 void core::retreat(worker& w, bool& searching) noexcept {
