@@ -1,5 +1,5 @@
 // Iteration counts for stress tests, scaled by SPOOL_STRESS_SCALE (default 1) so the sanitizer
-// builds, which run 5-20x slower, can repeat the racy paths fewer times within CI's budget.
+// builds, which run several times slower, can repeat the racy paths fewer times within CI's budget.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Bulk submission: post_bulk / post_n / spool_submit_bulk run every accepted task exactly once,
 // in order on one worker, from outside the pool and from inside it, and stop cleanly at a
 // full queue or a closed pool, leaving the rest unrun and counted as rejected. post_n's range
-// path (src/range.cpp): exceptions counted per index, a discarding shutdown that cancels what
+// path (src/api/range.cpp): exceptions counted per index, a discarding shutdown that cancels what
 // was not claimed, high-priority work let through between chunks, and the shared callable
 // freed before the pool is idle.
 #include <gtest/gtest.h>

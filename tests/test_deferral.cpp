@@ -1,4 +1,4 @@
-// Deferred wake-ups (src/README.md, "Deferred wake-ups"): while an outside thread submits and
+// Deferred wake-ups (src/sleep/README.md): while an outside thread submits and
 // the awake workers fill the CPUs, a submission wakes nobody, and one sleeper with the timed
 // role watches the deferred work. These tests make a pool crowded on any machine by telling it
 // that it has 2 CPUs, then check the two ways deferred work gets run: the timed sleeper takes
@@ -15,13 +15,14 @@
 #include <latch>
 #include <thread>
 
-#include "core.hpp"
+#include "core_testing.hpp"
 #include "stress_scale.hpp"
 #include "support.hpp"
 
 namespace {
 
 using spool::detail::core;
+using spool::detail::core_testing;
 using spool::detail::pool_access;
 using namespace std::chrono_literals;
 
@@ -63,7 +64,7 @@ void hold_one_worker(spool::pool& pool, const spool_test::gate& release) {
 void crowd(spool::pool& pool, const spool_test::gate& release) {
   core& c = pool_access::of(pool);
   while (c.sleepers().sleepers() != 2) std::this_thread::yield();
-  ASSERT_FALSE(c.timed_sleeper());
+  ASSERT_FALSE(core_testing::timed_sleeper(c));
   hold_one_worker(pool, release);
   for (;;) {
     // Only the other worker can run this one; it parks after it.
@@ -71,9 +72,10 @@ void crowd(spool::pool& pool, const spool_test::gate& release) {
     pool.post([&] { ran.count_down(); });
     ran.wait();
     for (;;) {
-      if (c.timed_sleeper()) return;
-      // Counted as a sleeper without the role (the parker sets the role before the count).
-      if (c.sleepers().sleepers() == 1 && !c.timed_sleeper()) break;  // parked, role lapsed
+      if (core_testing::timed_sleeper(c)) return;
+      // Counted as a sleeper without the role (the parker sets the role before the count):
+      // parked, role lapsed.
+      if (c.sleepers().sleepers() == 1 && !core_testing::timed_sleeper(c)) break;
       std::this_thread::yield();
     }
   }
@@ -92,16 +94,16 @@ TEST(Deferral, TimedSleeperRunsWorkQueuedBehindAStuckWorker) {
     const core& c = pool_access::of(pool);
     spool_test::gate release;
     crowd(pool, release);
-    const std::uint64_t deferred = c.deferred_wakes();
+    const std::uint64_t deferred = core_testing::deferred_wakes(c);
     std::latch done(1);
     pool.post([&] {
       release.open();
       done.count_down();
     });
-    deferred_once = c.deferred_wakes() > deferred;
+    deferred_once = core_testing::deferred_wakes(c) > deferred;
     done.wait();
     if (deferred_once) {
-      EXPECT_GE(c.rescues(), 1u);
+      EXPECT_GE(core_testing::rescues(c), 1u);
     }
     pool.wait_idle();
   }
@@ -120,7 +122,7 @@ void check_hand_over(SubmitAndWait submit_and_wait) {
   const core& c = pool_access::of(pool);
   spool_test::gate release;
   crowd(pool, release);
-  const std::uint64_t deferred = c.deferred_wakes();
+  const std::uint64_t deferred = core_testing::deferred_wakes(c);
   std::atomic<bool> ran{false};
   submit_and_wait(
       pool,
@@ -128,9 +130,9 @@ void check_hand_over(SubmitAndWait submit_and_wait) {
         ran = true;
         release.open();
       },
-      [&] { EXPECT_GT(c.deferred_wakes(), deferred); });
+      [&] { EXPECT_GT(core_testing::deferred_wakes(c), deferred); });
   EXPECT_TRUE(ran.load());
-  EXPECT_EQ(c.rescues(), 0u);
+  EXPECT_EQ(core_testing::rescues(c), 0u);
 }
 
 TEST(Deferral, FutureWaitHandsDeferredWorkOver) {
@@ -171,11 +173,11 @@ void expect_never_defers(const spool::config& cfg) {
     pool.post([&] { done.count_down(); });
     done.wait();
   }
-  EXPECT_FALSE(c.timed_sleeper());
+  EXPECT_FALSE(core_testing::timed_sleeper(c));
   release.open();
   pool.wait_idle();
-  EXPECT_EQ(c.deferred_wakes(), 0u);
-  EXPECT_EQ(c.rescues(), 0u);
+  EXPECT_EQ(core_testing::deferred_wakes(c), 0u);
+  EXPECT_EQ(core_testing::rescues(c), 0u);
 }
 
 TEST(Deferral, ZeroPeriodTurnsItOff) {
@@ -209,13 +211,13 @@ TEST(Deferral, TimedRoleEndsWhenSubmissionsStop) {
   crowd(pool, release);
   release.open();
   pool.wait_idle();
-  while (c.timed_sleeper()) std::this_thread::yield();
+  while (core_testing::timed_sleeper(c)) std::this_thread::yield();
   EXPECT_EQ(pool.submit([] { return 3; }).get(), 3);
 }
 
 // Stress: in a crowded pool, chains of tasks where each waits for the next one to start, mixed
 // with bursts of short tasks (which make extra workers go back to sleep with work queued, see
-// core::retreat), and only std::latch waits outside. Every task must run in every round; a
+// sleep_control::retreat), and only std::latch waits outside. Every task must run in every round; a
 // deferred task that nobody watched would hang the round.
 TEST(Deferral, BlockingChainsAndBurstsAlwaysFinish) {
   cpus_override cpus(3);  // no more threads than CPUs (else no deferral); two awake crowd it

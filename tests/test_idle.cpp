@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <spool/spool.hpp>
 
-#include "core.hpp"
+#include "core_testing.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -17,6 +17,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using spool::detail::core_testing;
 
 struct thread_info {
   char state = '?';
@@ -63,9 +64,10 @@ bool all_sleeping(const std::map<std::string, thread_info>& ws, std::size_t expe
 // Yields when not, for the caller's polling loop.
 bool settled(const spool::detail::core& core, const std::string& name,
              std::map<std::string, thread_info>& threads, std::size_t expected) {
-  const bool no_timed_before = !core.timed_sleeper();
+  const bool no_timed_before = !core_testing::timed_sleeper(core);
   threads = workers_named(name);
-  const bool ok = no_timed_before && all_sleeping(threads, expected) && !core.timed_sleeper();
+  const bool ok =
+      no_timed_before && all_sleeping(threads, expected) && !core_testing::timed_sleeper(core);
   if (!ok) std::this_thread::yield();
   return ok;
 }
@@ -80,7 +82,7 @@ TEST(Idle, SleepingWorkersStayAsleep) {
   // Wait until the kernel reports every worker asleep (they spin briefly first) and none of
   // them holds the timed role: a pool crowded by the posts above may have left one sleeper
   // parked with a deadline, which gives the role up at its next period once it finds no
-  // outside thread submitting (src/README.md, "Deferred wake-ups").
+  // outside thread submitting (src/sleep/README.md, "Deferred wake-ups").
   const auto& core = spool::detail::pool_access::of(pool);
   std::map<std::string, thread_info> before;
   while (!settled(core, "idletest", before, threads)) {
@@ -112,7 +114,7 @@ TEST(Idle, ElasticPoolAndItsMonitorStayAsleep) {
   constexpr std::size_t expected = 3;  // idleela-0, idleela-1, idleela-mon
   // The monitor checks once more after the last task before it sleeps for good; wait for that.
   const auto& core = spool::detail::pool_access::of(pool);
-  while (!core.monitor_sleeping()) std::this_thread::yield();
+  while (!core_testing::monitor_sleeping(core)) std::this_thread::yield();
   std::map<std::string, thread_info> before;
   while (!settled(core, "idleela", before, expected)) {
   }

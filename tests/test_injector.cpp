@@ -7,7 +7,7 @@
 #include <deque>
 #include <vector>
 
-#include "injector.hpp"
+#include "queues/injector.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "parker.hpp"
+#include "sleep/parker.hpp"
 #include "stress_scale.hpp"
 
 namespace {

@@ -283,7 +283,7 @@ TEST(Stress, SingleTaskWakesAParkedPool) {
 
 // (b) Bursts from three producers, then wait_idle(), over and over: every burst fully ran.
 // With 8 workers, several of them often finish the burst's last tasks at once; only the one
-// that sees the pool quiescent wakes the waiter (core::notify_idle_waiters), so a miss there
+// that sees the pool quiescent wakes the waiter (quiescence::notify), so a miss there
 // would hang here.
 TEST(Stress, BurstsThenWaitIdle) {
   constexpr int producers = 3;
@@ -327,7 +327,7 @@ int fib(spool::pool& p, int n) {
   return left.get() + right;
 }
 
-// The same with parallel_invoke: the forked half lives on the forking frame (src/join.cpp).
+// The same with parallel_invoke: the forked half lives on the forking frame (src/api/join.cpp).
 // Each half counts its runs in `halves`, so a half run twice or never shows even where the sum
 // would not.
 int fib_join(spool::pool& p, int n, std::atomic<long>& halves) {

@@ -1,4 +1,4 @@
-// Task memory (src/task_memory.cpp): blocks recycled per thread and through the shared depot,
+// Task memory (src/memory/): blocks recycled per thread and through the shared depot,
 // and the rings of blocks that threads allocating more than they free take in address order.
 // Tasks allocated on one thread and freed on another, in every size class and past the largest,
 // are never handed out twice while alive, keep their contents, and survive their threads'
@@ -19,7 +19,7 @@
 
 #include "spool/detail/task.hpp"
 #include "stress_scale.hpp"
-#include "task_memory.hpp"
+#include "memory/task_memory_testing.hpp"
 
 namespace {
 

@@ -115,7 +115,7 @@ TEST(WorkerQueue, TwoThreadsBothBlocked) {
 
 // Four consumers, three stuck in their first items: the fourth receives every other item, in
 // the order they were added. A worker takes a producer's tasks a run at a time (up to 32,
-// src/stolen_batch.hpp); a run held by a worker that then blocks must still go to the free
+// src/queues/stolen_batch.hpp); a run held by a worker that then blocks must still go to the free
 // worker first, oldest first, before anything newer. Repeated, so that the blocked workers
 // are caught holding runs of different lengths.
 TEST(WorkerQueue, FourThreadsThreeBlockedKeepOrder) {

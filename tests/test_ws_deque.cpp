@@ -9,9 +9,9 @@
 #include <deque>
 #include <vector>
 
-#include "stolen_batch.hpp"
+#include "queues/stolen_batch.hpp"
 #include "stress_scale.hpp"
-#include "ws_deque.hpp"
+#include "queues/ws_deque.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "cpu_relax.hpp"
+#include "sync/cpu_relax.hpp"
 
 namespace spool_micro {
 

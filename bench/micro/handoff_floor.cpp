@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "cpu_relax.hpp"
-#include "futex.hpp"
+#include "sync/cpu_relax.hpp"
+#include "sleep/futex.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "backoff.hpp"
 #include "cores.hpp"
 #include "inert_task.hpp"
-#include "injector.hpp"
+#include "queues/injector.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The parker (src/parker.hpp) alone: what its fast paths cost, and a full sleep and wake-up
-// between two threads. The protocol is the one in src/README.md ("Parking and waking").
+// between two threads. The protocol is the one in src/sleep/README.md ("Parking and waking").
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "backoff.hpp"
-#include "parker.hpp"
+#include "sleep/parker.hpp"
 
 namespace {
 

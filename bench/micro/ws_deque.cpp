@@ -11,7 +11,7 @@
 #include "backoff.hpp"
 #include "cores.hpp"
 #include "inert_task.hpp"
-#include "ws_deque.hpp"
+#include "queues/ws_deque.hpp"
 
 namespace {
 

@@ -112,9 +112,9 @@ struct config {
   // Rounds an idle worker polls for work before it sleeps (each round is a look at the
   // queues after a few pause instructions, or after sched_yield() past the first 8), and a
   // thread outside the pool polls a future before it sleeps on it. Polling buys round-trip
-  // latency with CPU time (spool-bench latency on 2 cores: 0.5 us at about 1.9 cores with
-  // the default; with 0, two futex wake-ups per round trip, 20 us at about 0.8 cores).
-  // 0 sleeps at once.
+  // latency with CPU time: a task that arrives while a worker polls, or a result that arrives
+  // while its waiter polls, costs no futex wake-up (BENCHMARKS.md, `latency`, has the trade
+  // measured). 0 sleeps at once.
   unsigned spin_rounds = 64;
   // Deferred wake-ups. While a thread outside the pool keeps submitting and the awake workers
   // plus that thread already fill the CPUs this process may use, a submission does not wake
@@ -232,7 +232,7 @@ class pool {
   // post_n on a pool that takes it in one piece (from a worker, or from outside an unbounded
   // pool) copies f once and the workers share that copy: they call it at the same time,
   // through a const reference, taking the indices in chunks, so the cost per task is a call
-  // (src/range.cpp). The batch takes one place in the queue: its tasks start in index order
+  // (src/api/range.cpp). The batch takes one place in the queue: its tasks start in index order
   // on each worker, and a task submitted after the batch may start before the batch's last
   // chunk does. A callable that cannot be called as const goes in as n tasks, each with a
   // copy of its own.

@@ -43,8 +43,8 @@ class task_group;
 
 namespace detail {
 
-class group_state;    // src/task_group.cpp
-struct group_access;  // the C API's way in (src/c_group.cpp)
+class group_state;    // src/api/task_group.cpp
+struct group_access;  // the C API's way in (src/api/c_group.cpp)
 
 // The group's side of its tasks, for the task types here and in the C API.
 bool group_cancelled(const group_state& g) noexcept;

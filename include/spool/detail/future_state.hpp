@@ -16,7 +16,7 @@
 
 namespace spool::detail {
 
-// The completion protocol lives in src/future_state.cpp: `status_` goes from pending to ready
+// The completion protocol lives in src/api/future_state.cpp: `status_` goes from pending to ready
 // exactly once; waiters announce themselves with flag bits so the completer knows whom to wake
 // (a futex wake for outside threads, the pool's parker for workers that help while waiting).
 class state_base {

@@ -19,7 +19,7 @@ using join_call = void (*)(void* context) noexcept;
 // The forked half of a fork/join. It lives on the stack of the worker that forks, which keeps
 // it alive until the half has run or been dropped, so it costs no allocation and no reference
 // count (a future's state needs both because either side may be the last to let go). The
-// protocol is in src/join.cpp.
+// protocol is in src/api/join.cpp.
 class join_task final : public task {
  public:
   join_task(join_call call, void* context) noexcept : call_(call), context_(context) {}

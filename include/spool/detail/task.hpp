@@ -33,7 +33,7 @@ class task {
   // The submission was refused, so nobody has seen the task: free it silently.
   virtual void destroy() noexcept = 0;
 
-  // Task memory is recycled per thread (src/task_memory.cpp): a task is typically allocated
+  // Task memory is recycled per thread (src/memory/task_memory.cpp): a task is typically allocated
   // by the submitting thread and freed by the worker that ran it, a pattern malloc serves
   // through a lock. Over-aligned tasks use the global operators.
   static void* operator new(std::size_t size);
@@ -86,7 +86,7 @@ class post_task final : public task {
 
 // The shared part of a range submission (pool::post_n): the n calls f(0) .. f(n-1), which
 // the workers take in chunks through small tasks ("tickets") that point here. Each ticket
-// holds one reference and one index of its own; the scheduling is in src/range.cpp, whose
+// holds one reference and one index of its own; the scheduling is in src/api/range.cpp, whose
 // header comment gives the invariants.
 class range_job {
  public:
@@ -103,7 +103,7 @@ class range_job {
   const std::size_t size;
   // Set by the pool before the first ticket is visible, constant after.
   core* owner = nullptr;
-  std::uint32_t width = 1;  // tickets that may run at once (src/range.cpp)
+  std::uint32_t width = 1;  // tickets that may run at once (src/api/range.cpp)
   std::atomic<std::uint32_t> refs{1};
   // The first index no ticket has claimed yet; never above `size`.
   alignas(64) std::atomic<std::size_t> next{0};

@@ -1,0 +1,68 @@
+// api/pool.cpp: spool::pool, the C++ face of detail::core.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "core.hpp"
+#include "spool/spool.hpp"
+
+namespace spool {
+
+pool::pool(config cfg) : core_(new detail::core(cfg)) {}
+
+pool::~pool() {
+  if (core_->is_own_worker()) {
+    std::fputs("spool: a pool was destroyed by one of its own tasks; that cannot finish\n", stderr);
+    std::terminate();
+  }
+  core_->shutdown(shutdown_mode::drain, nullptr);
+  delete core_;
+}
+
+std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
+
+bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
+                               void* context) noexcept {
+  return core_->submit_bulk(n, make, context);
+}
+
+bool pool::takes_ranges() const noexcept { return core_->takes_ranges(); }
+
+bulk_result pool::enqueue_range(detail::range_job* job) noexcept {
+  return core_->submit_range(job);
+}
+
+void pool::throw_if_partial(const bulk_result& r) {
+  if (!r.error) return;
+  throw error(static_cast<errc>(r.error.value()),
+              "spool: bulk submission stopped after " + std::to_string(r.accepted) + " tasks");
+}
+
+void pool::wait_idle() { throw_if_error(core_->wait_idle()); }
+
+void pool::close() noexcept { core_->close(); }
+
+std::size_t pool::shutdown(shutdown_mode mode) {
+  std::size_t dropped = 0;
+  throw_if_error(core_->shutdown(mode, &dropped));
+  return dropped;
+}
+
+stats pool::statistics() const noexcept { return core_->snapshot(); }
+
+std::size_t pool::thread_count() const noexcept { return core_->thread_count(); }
+
+bool pool::is_worker() const noexcept { return core_->is_own_worker(); }
+
+int this_worker_index() noexcept {
+  detail::worker* w = detail::current_worker();
+  return w != nullptr ? static_cast<int>(w->index) : -1;
+}
+
+blocking_region::blocking_region() noexcept : worker_(detail::blocking_begin()) {}
+
+blocking_region::~blocking_region() {
+  if (worker_ != nullptr) detail::blocking_end();
+}
+
+}  // namespace spool

@@ -1,0 +1,30 @@
+// core_testing.hpp: what tests may look at inside a pool, and the one knob they may turn.
+// The pool itself never reads these; only tests include this header.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core.hpp"
+#include "sleep/sleep_testing.hpp"
+
+namespace spool::detail {
+
+struct core_testing {
+  // Submissions that deferred their wake-up (sleep/README.md, "Deferred wake-ups").
+  static std::uint64_t deferred_wakes(const core& c) noexcept {
+    return c.sleep_.parker_.deferred();
+  }
+  // Periods at which the timed sleeper took deferred work because a worker made no progress.
+  static std::uint64_t rescues(const core& c) noexcept {
+    return c.sleep_.rescues_.load(std::memory_order_relaxed);
+  }
+  // Whether a listed sleeper holds the timed role.
+  static bool timed_sleeper(const core& c) noexcept { return c.sleep_.sleepers().timed_listed(); }
+  // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
+  static bool monitor_sleeping(const core& c) noexcept {
+    return c.threads_.monitor_asleep_.load(std::memory_order_relaxed);
+  }
+};
+
+}  // namespace spool::detail

@@ -1,0 +1,143 @@
+// queues/queues.cpp: stealing, and the queues' constructor and size (see queues.hpp).
+#include "queues/queues.hpp"
+
+#include <sched.h>
+
+#include "sleep/sleep.hpp"
+
+namespace spool::detail {
+namespace {
+
+// Lock-free lanes for this many distinct outside threads; later ones share the injector.
+constexpr std::size_t k_producer_slots = 32;
+
+}  // namespace
+
+queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
+    : aging_(cfg.aging),
+      workers_(workers),
+      wake_(wake),
+      injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
+      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0) {}
+
+task* queues::take_high(worker& w) noexcept {
+  if (aging_.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!w.high_streak) {
+      w.high_streak = true;
+      w.high_since = now;
+    } else if (now - w.high_since >= aging_) {
+      // High-priority work has held this worker for `aging`: one normal task goes first.
+      if (task* t = find_normal(w)) {
+        w.high_streak = false;
+        return t;
+      }
+    }
+  }
+  return injector_.pop(priority::high);
+}
+
+task* queues::steal(worker& w) noexcept {
+  // Victims: the other workers' deques, then their stolen batches, then the outside threads'
+  // slots, which are taken from a run at a time (stolen_batch.hpp).
+  //
+  // Order. A producer's tasks must start in submission order, so a slot's tasks are taken
+  // only once every batch holding earlier tasks of that slot is empty. Two rules give that:
+  //  - A batch is filled from a slot only under the slot's `batching` try-lock, and only after
+  //    checking, under the lock, that no worker's batch still holds tasks from that slot. So
+  //    at any moment at most one batch holds a given slot's tasks, and they are older than
+  //    every task still in the slot.
+  //  - Batches are searched before slots. A busy lock or a batch with that slot's tasks means
+  //    someone else serves the slot (take_from_slot): this searcher may stop, and the
+  //    parker's last look before it sleeps catches whatever that leaves.
+  const auto ws = workers_.all();
+  const std::size_t n = ws.size();
+  if (w.batch_hint < n && ws[w.batch_hint].get() != &w) {
+    // While one producer's burst is served, its tasks sit in one batch at a time: try the
+    // last batch that gave a task before walking every deque and batch. A lost race here is
+    // settled by the full search below.
+    if (task* t = ws[w.batch_hint]->batch.take().item) return t;
+  }
+  for (int round = 0;; ++round) {
+    const std::size_t slots = slots_.in_use();
+    if (n < 2 && slots == 0) return nullptr;
+    bool contended = false;
+    if (n >= 2) {
+      // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
+      w.rng ^= w.rng << 13;
+      w.rng ^= w.rng >> 7;
+      w.rng ^= w.rng << 17;
+      const std::size_t start = static_cast<std::size_t>(w.rng % n);
+      for (std::size_t k = 0; k < n; ++k) {
+        worker& victim = *ws[(start + k) % n];
+        if (&victim == &w) continue;
+        auto [t, retry] = victim.deque.steal();
+        if (t != nullptr) {
+          add_owned(w.stats.stolen, 1);
+          return t;
+        }
+        contended |= retry;
+      }
+      for (std::size_t k = 0; k < n; ++k) {
+        worker& victim = *ws[(start + k) % n];
+        if (&victim == &w) continue;
+        auto [t, retry] = victim.batch.take();
+        if (t != nullptr) {
+          w.batch_hint = (start + k) % n;
+          return t;
+        }
+        contended |= retry;
+      }
+    }
+    for (std::size_t i = 0; i < slots; ++i) {
+      auto [t, retry] = take_from_slot(w, slots_[i]);
+      if (t != nullptr) return t;
+      contended |= retry;
+    }
+    // A lost race means that deque or batch was not empty; giving up now could leave its
+    // tasks to an owner that is blocked, so look again until every one is seen empty. After
+    // the first rounds, yield between them: on an oversubscribed pool the winners of those
+    // races may be waiting for this core.
+    if (!contended) return nullptr;
+    if (round >= 2) sched_yield();
+  }
+}
+
+ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) noexcept {
+  if (slot.deque.empty()) return {nullptr, false};
+  // Someone else is serving this slot, so this is not a lost race: the holder of the lock
+  // fills its batch and then wakes a sleeper (below), and a batch that holds the slot's
+  // earlier tasks is in every searcher's view. A searcher that stops here goes through the
+  // parker's prepare() and a last look before it sleeps, which finds either the batch or the
+  // slot again, or is seen by the filler's notify_worker (README.md, "Steal races"). Counting
+  // these as lost races would make every idle worker of an oversubscribed pool circle here and
+  // yield, taking the cores from the producer and from the holder itself.
+  if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, false};
+  // Under the lock no batch can be filled from this slot, so one that still holds its tasks
+  // keeps holding them until taken: those go first.
+  for (const auto& other : workers_.all()) {
+    if (!other->batch.empty() && other->batch.source() == &slot) {
+      slot.batching.store(false, std::memory_order_release);
+      return {nullptr, false};
+    }
+  }
+  // w's own batch is empty: find_normal took from it first, and only w fills it.
+  task* run[stolen_batch::k_capacity];
+  auto [count, retry] = slot.deque.steal_batch(run, stolen_batch::k_capacity);
+  if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
+  slot.batching.store(false, std::memory_order_release);
+  // The run was out of sight between the CAS on the slot and the fill: a worker that looked
+  // then saw neither and may have gone to sleep. Making the batch visible is a submission
+  // like any other for the parking protocol (sleep/README.md).
+  if (count > 1) wake_.notify_worker();
+  return {count > 0 ? run[0] : nullptr, retry};
+}
+
+std::size_t queues::size() const noexcept {
+  std::size_t n = injector_.size();
+  for (const auto& w : workers_.all()) n += w->deque.size() + w->batch.size();
+  for (std::size_t i = 0, k = slots_.in_use(); i < k; ++i) n += slots_[i].deque.size();
+  return n;
+}
+
+}  // namespace spool::detail

@@ -1,0 +1,130 @@
+// queues/queues.hpp: where tasks wait, and how a worker finds the next one.
+//
+// State: the injector (the shared queue, one FIFO per priority; injector.hpp) and the producer
+// slots (one deque per outside thread of an unbounded pool; producer_slots.hpp). Each worker's
+// own deque and stolen batch live in its slot (worker.hpp); this part is what searches them.
+//
+// Search order (README.md, "Priorities"): injector high -> own deque -> own stolen batch ->
+// injector normal -> steal (other deques, other batches, producer slots) -> injector low, with
+// aging letting a waiting low task, or a normal task behind a long run of high ones, go first.
+//
+// Invariants:
+//  - A producer slot's tasks start in submission order across all workers (queues::steal,
+//    "Order"; README.md, "Producer slots and stolen batches").
+//  - steal() returns null only once it has seen every deque and batch empty or served by
+//    someone else (a lost race means "not empty" and is retried).
+//
+// Boundary with sleep/: whoever makes a task visible calls sleep_control::notify_worker()
+// afterwards (the parker's Dekker pairing, sleep/README.md). Here that is take_from_slot,
+// which moves a run of a slot's tasks out of sight and back into a batch.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "queues/injector.hpp"
+#include "queues/producer_slots.hpp"
+#include "queues/stolen_batch.hpp"
+#include "queues/ws_deque.hpp"
+#include "spool/spool.hpp"
+#include "worker/worker.hpp"
+
+namespace spool::detail {
+
+class sleep_control;
+
+class queues {
+ public:
+  queues(const config& cfg, const roster& workers, sleep_control& wake);
+  queues(const queues&) = delete;
+  queues& operator=(const queues&) = delete;
+
+  injector& shared() noexcept { return injector_; }
+  const injector& shared() const noexcept { return injector_; }
+  producer_slots& slots() noexcept { return slots_; }
+  const producer_slots& slots() const noexcept { return slots_; }
+
+  // The next task for w, by the search order above; null if none was found.
+  task* find_task(worker& w) noexcept {
+    // One load of the injector's total first: a pool whose injector is empty (an unbounded
+    // pool using normal priority) pays nothing more for priorities on this path.
+    const bool injected = !injector_.empty();
+    if (injected && injector_.queued(priority::high) != 0) {
+      if (task* t = take_high(w)) return t;
+    }
+    w.high_streak = false;
+    if (injected && ++w.searches % 64 == 0 && aging_.count() > 0 &&
+        injector_.queued(priority::low) != 0 &&
+        std::chrono::steady_clock::now() - injector_.oldest_low() >= aging_) {
+      if (task* t = injector_.pop(priority::low)) return t;
+    }
+    if (task* t = find_normal(w)) return t;
+    return injector_.pop(priority::low);
+  }
+
+  // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
+  bool has_work() const noexcept {
+    if (!injector_.empty()) return true;
+    for (const auto& w : workers_.all()) {
+      if (!w->deque.empty() || !w->batch.empty()) return true;
+    }
+    for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+      if (!slots_[i].deque.empty()) return true;
+    }
+    return false;
+  }
+
+  // Tasks queued anywhere (statistics).
+  std::size_t size() const noexcept;
+
+  // Takes every task queued now, from the calling thread, and passes each to drop
+  // (shutdown(discard)).
+  template <class Drop>
+  void drain(Drop drop) noexcept {
+    while (task* t = injector_.pop()) drop(t);
+    // `take` is a deque's steal or a batch's take: both say "retry" when they lost a race.
+    auto sweep = [&drop](auto take) {
+      for (;;) {
+        auto [t, retry] = take();
+        if (t != nullptr) {
+          drop(t);
+        } else if (!retry) {
+          return;
+        }
+      }
+    };
+    for (const auto& w : workers_.all()) {
+      sweep([&] { return w->deque.steal(); });
+      sweep([&] { return w->batch.take(); });
+    }
+    for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+      sweep([&] { return slots_[i].deque.steal(); });
+    }
+  }
+
+ private:
+  task* find_normal(worker& w) noexcept {
+    if (task* t = w.deque.pop()) return t;
+    // A run this worker took from a producer slot. Taken from the front like anyone else's,
+    // so a retry only means a thief took that entry: look again.
+    for (;;) {
+      auto [t, retry] = w.batch.take();
+      if (t != nullptr) return t;
+      if (!retry) break;
+    }
+    if (task* t = injector_.pop(priority::normal)) return t;
+    return steal(w);
+  }
+  task* take_high(worker& w) noexcept;
+  task* steal(worker& w) noexcept;
+  // One task of `slot` for w, taking a run of them into w's batch (steal, "Order").
+  ws_deque::steal_result take_from_slot(worker& w, producer_slot& slot) noexcept;
+
+  const std::chrono::nanoseconds aging_;
+  const roster& workers_;
+  sleep_control& wake_;
+  injector injector_;
+  producer_slots slots_;  // unbounded pools only (see producer_slots.hpp)
+};
+
+}  // namespace spool::detail

@@ -1,0 +1,47 @@
+// quiescence/quiescence.cpp: the sums and the waiting (see quiescence.hpp and README.md).
+#include "quiescence/quiescence.hpp"
+
+namespace spool::detail {
+
+bool quiescence::quiescent() const noexcept {
+  // Finished first, then submitted. Each task is counted submitted before it can be counted
+  // finished, and accepted tasks are never uncounted, so equal sums mean that at the moment
+  // the finished counters were read, every accepted task had finished (README.md).
+  // A slot created after the finished loop read the roster has counted nothing yet that the
+  // submitted loop could see finished: its counters start at zero, like its thread's work.
+  std::uint64_t finished = outside_.finished(std::memory_order_acquire);
+  for (const auto& w : workers_.all()) finished += w->stats.finished(std::memory_order_acquire);
+  std::uint64_t submitted = outside_.submitted.load(std::memory_order_acquire);
+  for (const auto& w : workers_.all()) {
+    submitted += w->stats.submitted.load(std::memory_order_acquire);
+  }
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    submitted += slots_[i].entered.load(std::memory_order_acquire);
+  }
+  return finished == submitted;
+}
+
+void quiescence::notify_waiters() noexcept {
+  // Wake the waiter only for a pool it will find quiescent. Every change that can make the
+  // pool quiescent is followed, in its thread, by notify()'s barrier and this check; of the
+  // threads making the last such changes, the one whose barrier comes last sees all of them
+  // and wakes the waiter (README.md). Without the check, the tail of a burst would wake the
+  // waiter once per worker going idle, only for it to sleep again.
+  if (!quiescent()) return;
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+}
+
+void quiescence::wait() noexcept {
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return quiescent(); });
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace spool::detail

@@ -1,0 +1,75 @@
+// quiescence/quiescence.hpp: whether every accepted task has finished, and waiting for that
+// (wait_idle, shutdown).
+//
+// State: the outsiders' counters and the threads waiting for quiescence. The workers'
+// counters live in their slots (worker.hpp) and the producer slots' in theirs; this part reads
+// them all and writes only through tally().
+//
+// Invariants (the argument is in quiescence/README.md):
+//  - A task is counted submitted before it becomes visible (undone only if refused) and
+//    finished only after it left the pool, so at every instant finished <= submitted.
+//  - quiescent() reads every finished count, then every submitted count: equality means that
+//    when the finished counts were read, every accepted task had finished.
+//
+// Boundary with every part that can make the pool quiescent (the worker loop going idle, a
+// drop, a refusal, a caller-runs task): that part calls notify() after its change. notify()
+// and wait() pair Dekker-style on `waiters_` (each side writes its own word, then reads the
+// other's after a full barrier): a waiter either sees the change or is seen by the notifier.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "queues/producer_slots.hpp"
+#include "quiescence/counters.hpp"
+#include "sync/dekker.hpp"
+#include "worker/worker.hpp"
+
+namespace spool::detail {
+
+class quiescence {
+ public:
+  quiescence(const roster& workers, const producer_slots& slots) noexcept
+      : workers_(workers), slots_(slots) {}
+
+  // Adds delta to a counter: w's own (plain store; w's thread only) or, for a null w, the
+  // outsiders' (read-modify-write).
+  void tally(worker* w, std::atomic<std::uint64_t> counters::*field,
+             std::uint64_t delta) noexcept {
+    if (w != nullptr) {
+      // Only w's thread writes its counters; a reader that sees a task counted as finished
+      // also sees it counted as submitted (quiescent()).
+      add_owned(w->stats.*field, delta);
+    } else {
+      (outside_.*field).fetch_add(delta, std::memory_order_seq_cst);
+    }
+  }
+
+  // Every accepted task has finished: nothing is queued or running.
+  bool quiescent() const noexcept;
+  // Sleeps until quiescent(). Only for threads outside the pool.
+  void wait() noexcept;
+  // Called wherever the pool may have just become quiescent: a fence and a load when nobody
+  // waits.
+  void notify() noexcept {
+    if (load_after_full_barrier(waiters_) == 0) return;
+    notify_waiters();
+  }
+
+  // The outsiders' share of the counts (statistics).
+  const counters& outside() const noexcept { return outside_; }
+
+ private:
+  void notify_waiters() noexcept;
+
+  const roster& workers_;
+  const producer_slots& slots_;
+  counters outside_;  // work done by threads outside the pool (read-modify-write)
+  alignas(64) std::atomic<std::uint32_t> waiters_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace spool::detail

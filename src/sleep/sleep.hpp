@@ -1,0 +1,162 @@
+// sleep/sleep.hpp: when idle workers poll, sleep and wake, and when a wake-up is deferred.
+// The protocol and the arguments that it loses no wake-up are in sleep/README.md.
+//
+// State: the parker (parker.hpp: the list of sleepers, the spinners' count, the timed role)
+// and the deferral policy: the CPUs the process may use, whether an outside thread submitted
+// lately (`outside_active_`), and each worker's progress as the timed sleeper last saw it
+// (worker::progress_seen).
+//
+// Invariants:
+//  - A task made visible is either seen by a sleeper's last look (after prepare()), or its
+//    notifier sees that sleeper listed, or a spinner counted (parker.hpp; sleep/README.md,
+//    "Parking and waking").
+//  - While work is queued and no awake worker is going to look at it, a timed sleeper is
+//    listed, or the worker that held the role is between its deadline and its decision
+//    (sleep/README.md, "Deferred wake-ups").
+//  - An idle pool makes no wake-ups: only the timed role sleeps with a deadline, and only
+//    while an outside thread submits to a crowded pool.
+//
+// Boundaries: every part that makes a task visible (submission, fork, a range ticket, a
+// stolen batch) calls notify_worker() afterwards; an outside thread about to sleep in spool
+// calls outside_sleeps(). Both are the notifier's half of the pairing with the parker.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "queues/queues.hpp"
+#include "sleep/parker.hpp"
+#include "spool/spool.hpp"
+#include "sync/cpu_relax.hpp"
+#include "worker/worker.hpp"
+
+namespace spool::detail {
+
+class sizer;
+struct core_testing;
+
+class sleep_control {
+ public:
+  sleep_control(const config& cfg, unsigned min_threads, unsigned max_threads,
+                const roster& workers, const queues& work, const sizer& threads);
+  sleep_control(const sleep_control&) = delete;
+  sleep_control& operator=(const sleep_control&) = delete;
+
+  parker& sleepers() noexcept { return parker_; }
+  const parker& sleepers() const noexcept { return parker_; }
+
+  // ---- Notifiers ----
+
+  // After making work visible: wakes one sleeper, unless a spinner will find the work, nobody
+  // sleeps, or the pool is crowded and a timed sleeper watches the deferred work.
+  void notify_worker() noexcept {
+    parker_.notify_one([this] { return crowded(0); });
+  }
+  // A thread outside the pool submitted: it holds a core while it goes on submitting.
+  void note_outside() noexcept {
+    if (outside_active_.load(std::memory_order_relaxed) == 0) {
+      outside_active_.store(1, std::memory_order_relaxed);
+    }
+  }
+  // A thread outside the pool is about to sleep (a future, a group, wait_idle, a full queue):
+  // it no longer takes a core, so work deferred on its account is handed to a sleeper now,
+  // not at the timed sleeper's next period.
+  void outside_sleeps() noexcept;
+  // A worker found work after being idle. Submissions made while it spun woke nobody, so if
+  // more is queued than the task it took, it passes the baton to one sleeper (which does the
+  // same in turn): parallelism ramps up one wake-up per task, not one per submission.
+  void wake_for_surplus() noexcept {
+    if (work_.has_work()) notify_worker();
+  }
+  // Wakes every sleeper: shutdown, and a completion a helping worker sleeps on.
+  void wake_all() noexcept { parker_.notify_all(); }
+
+  // ---- Idle workers ----
+
+  // Polls for work (or for `done`) a while before the caller parks, as one of at most
+  // max_spinners. True if worth another look.
+  template <class Done>
+  bool spin(Done done) noexcept {
+    if (spin_rounds_ == 0 || !parker_.try_start_spinning()) return false;
+    // The first rounds only pause: the next task of a burst usually comes within them. Later
+    // rounds yield the processor instead, so a spinner never holds a core that a runnable
+    // thread of the same machine (a submitter, a worker with work) is waiting for: with more
+    // threads than cores, a plain spinner would take that core from them for its whole spin.
+    bool found = false;
+    for (unsigned round = 0; round < spin_rounds_ && !found; ++round) {
+      if (round < k_pause_rounds) {
+        for (int i = 0; i < 16; ++i) cpu_relax();
+      } else {
+        sched_yield();
+      }
+      found = done() || work_.has_work();
+    }
+    parker_.stop_spinning();
+    return found;
+  }
+  // A worker woken by notify_one counts as a spinner until it has looked for work once
+  // (parker::wake::searching); after that look it stops, as a spinner does. Clears *searching.
+  void searched(bool& searching) noexcept {
+    if (searching) {
+      searching = false;
+      parker_.stop_spinning();
+    }
+  }
+  // Whether w, about to park, should ask for the timed role: the pool would be crowded
+  // without it, and w is not one that retires when idle (those park with their own deadline).
+  bool wants_timed_role(bool may_retire) const noexcept { return !may_retire && crowded(1); }
+  // After a task: whether a worker may have to retreat (deferral can make workers retreat, and
+  // an outside thread submitted lately). Two loads: this runs after every task.
+  bool may_retreat() const noexcept {
+    return retreats_ && outside_active_.load(std::memory_order_relaxed) != 0;
+  }
+  // After may_retreat(): in a crowded pool with more workers awake than it needs, w lists
+  // itself as a sleeper although work may be queued, and must then park (sleep_timed if
+  // *timed). False: nothing was done.
+  bool retreat(worker& w, bool* timed) noexcept;
+  // Parks w, which holds the timed role, period after period while it decides to keep
+  // deferring. Returns whether a notifier chose it (parker::wake::searching).
+  bool sleep_timed(worker& w) noexcept;
+  // Parks w without a deadline. Returns whether a notifier chose it.
+  bool park(worker& w) noexcept { return parker_.park(w.index) == parker::wake::searching; }
+
+ private:
+  friend struct core_testing;
+
+  // Rounds of spin() that only pause before later rounds yield (a few microseconds).
+  static constexpr unsigned k_pause_rounds = 8;
+
+  // Whether waking one more worker would crowd the CPUs: deferral is on, an outside thread
+  // submitted lately, and the awake workers (not asleep, not in a blocking region, counting
+  // extra_asleep more as asleep) number keep_awake_ already.
+  bool crowded(std::uint32_t extra_asleep) const noexcept;
+  // Live workers neither asleep in the parker (nor extra_asleep more) nor in a blocking region.
+  std::uint32_t awake_workers(std::uint32_t extra_asleep) const noexcept;
+  // For the timed sleeper: notes each worker's finished count, and says whether a worker
+  // other than `self` was running a task throughout since the last note without finishing
+  // one (a task that blocks, or runs long).
+  bool note_progress(const worker& self) noexcept;
+
+  const unsigned spin_rounds_;
+  const std::chrono::microseconds defer_period_;
+  const roster& workers_;
+  const queues& work_;
+  const sizer& threads_;
+  parker parker_;
+  // The CPUs this process may run on (sched_getaffinity, at construction).
+  const std::uint32_t cpus_;
+  // Awake workers that, with one outside thread, fill the CPUs: cpus_ - 1, but at least one
+  // (on one CPU, deferring to nobody would leave every task to the timed sleeper's period).
+  const std::uint32_t keep_awake_;
+  // Deferral is on: defer_period > 0 and no more threads than CPUs. A pool given more threads
+  // than CPUs was sized for tasks that block; keeping its workers asleep would undo that.
+  const bool defer_;
+  // Deferral is on and there are more workers than keep_awake_: some may retreat.
+  const bool retreats_;
+  alignas(64) std::atomic<std::uint32_t> outside_active_{0};
+  std::atomic<std::uint64_t> rescues_{0};
+};
+
+}  // namespace spool::detail

@@ -1,0 +1,183 @@
+// submit.cpp: how a task enters the pool (src/README.md, "Where a submission goes"): from a
+// worker onto its own deque; from an outside thread of an unbounded pool into its producer
+// slot; otherwise through the injector, which applies the bound and the full-queue policy.
+//
+// Every path counts the submission (in exactly one counter) before the task becomes visible,
+// so the pool can never look quiescent with the task neither finished nor counted; a refusal
+// undoes the count and then tells quiescence (the undone count may be what makes the pool
+// quiescent). Every path that makes a task visible then calls sleep_.notify_worker().
+#include "core.hpp"
+
+namespace spool::detail {
+namespace {
+
+// submit_bulk wakes a worker after the first task and then after every this many.
+constexpr std::size_t k_bulk_notify = 64;
+
+}  // namespace
+
+std::error_code core::submit(task* t, priority p) noexcept {
+  if (worker* w = own_worker()) {
+    idle_.tally(w, &counters::submitted, 1);
+    // From inside the pool: the worker's own deque (or, for another priority, the injector
+    // past its bound), never blocking. Accepted while draining (it is part of finishing
+    // queued work); refused while discarding.
+    if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
+    if (p == priority::normal) {
+      try {
+        w->deque.push(t);
+      } catch (...) {
+        return refuse(w, t, errc::no_memory);
+      }
+    } else if (std::error_code err = queues_.shared().push(t, p, /*bypass_bound=*/true).error) {
+      return refuse(w, t, err);
+    }
+    sleep_.notify_worker();
+    return {};
+  }
+
+  // From outside the pool (another pool's worker is an outsider here too).
+  if (p == priority::normal) {
+    if (producer_slot* slot = queues_.slots().mine()) return submit_to_slot(*slot, t);
+  }
+
+  idle_.tally(nullptr, &counters::submitted, 1);
+  injector& shared = queues_.shared();
+  // A producer about to wait for room stops taking a core (see outside_sleeps).
+  if (cfg_.queue_capacity != 0 && shared.size() >= cfg_.queue_capacity &&
+      (cfg_.on_full == full_policy::block || cfg_.on_full == full_policy::block_for)) {
+    sleep_.outside_sleeps();
+  }
+  auto [err, evicted] = shared.push(t, p);
+  if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
+    evicted->cancel();
+    idle_.tally(nullptr, &counters::cancelled, 1);
+  }
+  if (!err) {
+    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    sleep_.note_outside();
+    sleep_.notify_worker();
+    return {};
+  }
+  if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
+    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    execute(nullptr, t);
+    idle_.notify();
+    return {};
+  }
+  return refuse(nullptr, t, err);
+}
+
+bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
+                              void* context) noexcept {
+  bulk_result r;
+  if (n == 0) return r;
+  worker* w = own_worker();
+  const bool own = w != nullptr;
+  producer_slot* slot = own ? nullptr : queues_.slots().mine();
+  if (!own && slot == nullptr) {
+    // Through the injector (a bounded pool, or more outside threads than slots): each task
+    // meets the bound and the policy on its own.
+    for (; r.accepted < n; ++r.accepted) {
+      task* t = make(context, r.accepted);
+      if (t == nullptr) {
+        r.error = errc::no_memory;
+        break;
+      }
+      if ((r.error = submit(t))) break;
+    }
+    return r;
+  }
+
+  r.error = enter_batch(w, slot, n);
+  ws_deque& deque = own ? w->deque : slot->deque;
+  while (!r.error && r.accepted < n) {
+    task* t = make(context, r.accepted);
+    if (t == nullptr) {
+      r.error = errc::no_memory;
+      break;
+    }
+    try {
+      deque.push(t);
+    } catch (...) {
+      t->destroy();
+      r.error = errc::no_memory;
+      break;
+    }
+    // Wake a worker with the first task and every k_bulk_notify after it, not only at the
+    // end: the workers then run the batch while it is still being made (and while its tasks
+    // are still in this core's cache), and one that emptied the deque and slept meanwhile is
+    // woken again. A notify that finds a spinner or no sleeper costs a fence and two loads.
+    if (++r.accepted % k_bulk_notify == 1) sleep_.notify_worker();
+  }
+  if (const std::uint64_t refused = n - r.accepted; refused != 0) {
+    leave_batch(w, slot, refused);
+  }
+  if (r.accepted != 0) {
+    if (!own) add_owned(slot->accepted, r.accepted);
+    sleep_.notify_worker();  // the woken worker passes the baton on (wake_for_surplus)
+  }
+  return r;
+}
+
+std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n) noexcept {
+  // Counted for the whole batch before any task is visible. For a slot, the closed check
+  // follows the count with a full barrier, once for the batch (see submit_to_slot).
+  if (w != nullptr) {
+    idle_.tally(w, &counters::submitted, n);
+    return discarding_.load(std::memory_order_acquire) ? errc::shut_down : std::error_code{};
+  }
+  add_owned(slot->entered, n);
+  sleep_.note_outside();
+  return closed_after_barrier() ? errc::shut_down : std::error_code{};
+}
+
+void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept {
+  rejected_.fetch_add(refused, std::memory_order_relaxed);
+  if (w != nullptr) {
+    idle_.tally(w, &counters::submitted, 0 - refused);
+  } else {
+    add_owned(slot->entered, 0 - refused);
+  }
+  idle_.notify();  // the undone count may be what makes the pool quiescent
+}
+
+std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
+  // Counted, then the closed check, with a full barrier between: close() sets the flag and
+  // then reads these counts (quiescence::wait), so either we see the flag and back out, or
+  // the shutdown sees our count and waits for the task, which the workers will find in the
+  // slot. The same contract holds for a batch (enter_batch).
+  add_owned(slot.entered, 1);
+  std::error_code why;
+  if (closed_after_barrier()) {
+    why = errc::shut_down;
+  } else {
+    try {
+      slot.deque.push(t);
+    } catch (...) {
+      why = errc::no_memory;
+    }
+  }
+  if (why) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    t->destroy();
+    add_owned(slot.entered, ~std::uint64_t{0});  // minus one
+    idle_.notify();
+    return why;
+  }
+  add_owned(slot.accepted, 1);
+  sleep_.note_outside();
+  sleep_.notify_worker();
+  return {};
+}
+
+std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
+  rejected_.fetch_add(1, std::memory_order_relaxed);
+  t->destroy();
+  idle_.tally(w, &counters::submitted, ~std::uint64_t{0});  // minus one
+  // The undone count may be what makes the pool quiescent.
+  idle_.notify();
+  return why;
+}
+
+}  // namespace spool::detail

@@ -1,0 +1,186 @@
+// worker/loop.cpp: what a worker thread does: find a task (queues/), run it, and when there is
+// none, spin and then sleep (sleep/), retiring when idle long enough (elastic/); every worker
+// going idle tells quiescence/. help_until() is the same loop run by a worker that waits on a
+// future, a group or a fork's half.
+//
+// The parking protocol (sleep/README.md): a worker that found nothing announces itself in
+// the parker (prepare), looks once more, and only then sleeps. A worker woken by notify_one
+// counts as a spinner until it has looked once (`searching`); it then stops, as a spinner
+// does, and either takes what it found (and take() passes the baton on) or looks again before
+// parking.
+#include "core.hpp"
+
+namespace spool::detail {
+namespace {
+
+// initial-exec: read on every submission (src/README.md, "Thread-local storage").
+[[gnu::tls_model("initial-exec")]] thread_local worker* tls_worker = nullptr;
+
+}  // namespace
+
+worker* current_worker() noexcept { return tls_worker; }
+
+worker* blocking_begin() noexcept {
+  worker* w = tls_worker;
+  if (w != nullptr) w->owner.enter_blocking(*w);
+  return w;
+}
+
+void blocking_end() noexcept {
+  if (worker* w = tls_worker) w->owner.leave_blocking(*w);
+}
+
+void core::run_worker(worker& w) noexcept {
+  tls_worker = &w;
+  name_this_thread(cfg_.name + "-" + std::to_string(w.index));
+  threads_.thread_began(w);
+  bool searching = false;
+  rest_end end = rest_end::looked;
+  while (end == rest_end::looked) {
+    task* t = queues_.find_task(w);
+    sleep_.searched(searching);
+    if (t != nullptr) {
+      take(w, t);
+      if (sleep_.may_retreat()) retreat(w, searching);
+      continue;
+    }
+    if (!threads_.idle(w)) threads_.went_idle(w);
+    if (sleep_.spin([] { return false; })) continue;
+    end = rest(w, searching);
+  }
+  threads_.thread_ends(w, end == rest_end::retired);
+  tls_worker = nullptr;
+}
+
+void core::found_work(worker& w) noexcept {
+  threads_.went_busy(w);
+  sleep_.wake_for_surplus();
+}
+
+void core::retreat(worker& w, bool& searching) noexcept {
+  // A crowded pool's extra worker leaves the queued work to the others and sleeps; work it
+  // leaves is deferred work, which a timed sleeper watches (sleep_control::retreat).
+  bool timed = false;
+  if (!sleep_.retreat(w, &timed)) return;
+  threads_.went_idle(w);
+  idle_.notify();
+  if (threads_.terminating()) {
+    sleep_.sleepers().cancel(w.index);
+    return;
+  }
+  searching = timed ? sleep_.sleep_timed(w) : sleep_.park(w);
+}
+
+core::rest_end core::rest(worker& w, bool& searching) noexcept {
+  // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
+  // retires. At or below it sleeps without a timeout (an idle pool makes no wake-ups), or,
+  // holding the timed role while the pool is crowded, period by period (sleep_timed).
+  parker& p = sleep_.sleepers();
+  const bool may_retire = threads_.may_retire();
+  // The parker's protocol: announce, look once more, then sleep.
+  const bool timed = p.prepare(w.index, sleep_.wants_timed_role(may_retire));
+  // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
+  idle_.notify();
+  if (threads_.terminating()) {
+    p.cancel(w.index);
+    return rest_end::terminate;
+  }
+  if (task* t = queues_.find_task(w)) {
+    p.cancel(w.index);  // a spinner's count it held is given back; take() passes it on
+    take(w, t);
+    return rest_end::looked;
+  }
+  if (timed) {
+    searching = sleep_.sleep_timed(w);
+    return rest_end::looked;
+  }
+  if (!may_retire) {
+    searching = sleep_.park(w);
+    return rest_end::looked;
+  }
+  const parker::wake how = p.park_until(w.index, threads_.retire_at(w));
+  if (how != parker::wake::timed_out) {
+    searching = how == parker::wake::searching;
+    return rest_end::looked;
+  }
+  // Idle for keep_alive and no longer among the sleepers: look once more (a waker that saw
+  // us in `sleepers` before park_until() took us out may have woken nobody), then retire.
+  if (task* t = queues_.find_task(w)) {
+    take(w, t);
+    return rest_end::looked;
+  }
+  return threads_.try_retire(w) ? rest_end::retired : rest_end::looked;
+}
+
+void core::execute(worker* w, task* t) noexcept {
+  if (discarding_.load(std::memory_order_acquire)) {
+    drop(w, t);
+    return;
+  }
+  if (w != nullptr) add_owned32(w->depth, +1);
+  const outcome how = t->run(*this);
+  if (w != nullptr) add_owned32(w->depth, -1);
+  idle_.tally(w,
+              how == outcome::completed ? &counters::completed
+              : how == outcome::failed  ? &counters::failed
+                                        : &counters::cancelled,
+              1);
+}
+
+bool core::help_until(wait_target& until,
+                      const std::chrono::steady_clock::time_point* deadline) noexcept {
+  worker& w = *tls_worker;
+  parker& p = sleep_.sleepers();
+  // As in run_worker: woken by notify_one, this thread counts as a spinner until it has
+  // looked once. A helper may leave right after (its target is done), so it gives the count
+  // back and, like a worker that found a task, wakes one sleeper if work is queued.
+  bool searching = false;
+  auto stop_searching = [&] {
+    if (searching) {
+      sleep_.searched(searching);
+      sleep_.wake_for_surplus();
+    }
+  };
+  for (;;) {
+    if (until.done()) {
+      stop_searching();
+      return true;
+    }
+    task* found = queues_.find_task(w);
+    stop_searching();
+    if (found != nullptr) {
+      execute(&w, found);
+      continue;
+    }
+    if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
+    if (sleep_.spin([&until] { return until.done(); })) {
+      if (!until.done()) sleep_.wake_for_surplus();
+      continue;
+    }
+    p.prepare(w.index);
+    // After prepare(): either the waker sees our announcement and wakes the parker, or we see
+    // the target done here (arm() and the waker's check pair up; see wait_target).
+    if (until.arm()) {
+      if (p.cancel(w.index)) sleep_.wake_for_surplus();
+      return true;
+    }
+    if (task* t = queues_.find_task(w)) {
+      p.cancel(w.index);
+      until.disarm();
+      sleep_.wake_for_surplus();
+      execute(&w, t);
+      continue;
+    }
+    parker::wake how;
+    if (deadline == nullptr) {
+      how = p.park(w.index);
+    } else {
+      how = p.park_until(w.index, *deadline);
+    }
+    until.disarm();
+    if (how == parker::wake::timed_out) return until.done();
+    searching = how == parker::wake::searching;
+  }
+}
+
+}  // namespace spool::detail

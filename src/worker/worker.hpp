@@ -1,0 +1,94 @@
+// worker/worker.hpp: a worker slot, and the roster of slots a pool has created.
+//
+// Slots are created on demand up to max_threads and live as long as the pool; a retired
+// thread's slot (its deque empty, its counters kept) is reused by a later thread. Each part
+// keeps its per-worker state here, and only that part touches it: the queues (deque, batch and
+// the search's bookkeeping), counting (counters, depth), deferral (progress_seen) and the
+// sizer (thread_slot).
+//
+// The roster publishes slots by a release store of their count after construction, never
+// moves or frees one before the pool dies: thieves, counter sums and the monitor walk
+// roster::all() without a lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "elastic/thread_slot.hpp"
+#include "queues/stolen_batch.hpp"
+#include "queues/ws_deque.hpp"
+#include "quiescence/counters.hpp"
+
+namespace spool::detail {
+
+class core;
+
+struct worker {
+  using clock = std::chrono::steady_clock;
+
+  worker(core& o, unsigned i) : owner(o), index(i), rng(0x9E3779B97F4A7C15ull * (i + 1)) {}
+  core& owner;
+  const unsigned index;  // also the worker's seat in the parker
+
+  // queues/: this worker's deque, the run of a producer slot's tasks it took (stolen_batch.hpp),
+  // and the search's bookkeeping, owner only.
+  ws_deque deque;
+  stolen_batch batch;
+  std::uint64_t rng;  // victim selection
+  // Whose stolen batch this worker last took a task from: tried first by the next steal,
+  // since a producer's run is served from one batch at a time (queues::steal).
+  std::size_t batch_hint = 0;
+  std::uint32_t searches = 0;    // find_task calls, to look at low-priority aging now and then
+  bool high_streak = false;      // the last task taken was high priority
+  clock::time_point high_since;  // when that run of high-priority tasks began
+
+  // quiescence/: this worker's counts (written by it alone), and the tasks it is running
+  // (nested when helping).
+  counters stats;
+  std::atomic<std::uint32_t> depth{0};
+
+  // sleep/: tasks this worker had finished when the timed sleeper last looked.
+  std::atomic<std::uint64_t> progress_seen{0};
+
+  // elastic/: the thread in this slot.
+  thread_slot thread;
+};
+
+class roster {
+ public:
+  roster(core& owner, unsigned capacity)
+      : owner_(owner), capacity_(capacity), slots_(new std::unique_ptr<worker>[capacity]) {}
+
+  // The slots created so far.
+  std::span<const std::unique_ptr<worker>> all() const noexcept {
+    return {slots_.get(), created_.load(std::memory_order_acquire)};
+  }
+  // A new slot, published to all(); null if there is no memory (or no room) for one. Called
+  // by one thread at a time (the sizer, under its lock).
+  worker* create() noexcept {
+    const std::uint32_t n = created_.load(std::memory_order_relaxed);
+    if (n == capacity_) return nullptr;
+    try {
+      slots_[n] = std::make_unique<worker>(owner_, n);
+    } catch (...) {
+      return nullptr;
+    }
+    created_.store(n + 1, std::memory_order_release);  // publishes the constructed slot
+    return slots_[n].get();
+  }
+
+ private:
+  core& owner_;
+  const unsigned capacity_;
+  std::unique_ptr<std::unique_ptr<worker>[]> slots_;
+  std::atomic<std::uint32_t> created_{0};
+};
+
+// The pool worker running on this thread, if any (worker/loop.cpp).
+worker* current_worker() noexcept;
+
+}  // namespace spool::detail
