@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "http/parser.hpp"
+#include "http_prefixes.hpp"
 
 namespace {
 
@@ -15,6 +16,7 @@ using spoold::http::parse_request;
 using spoold::http::parse_result;
 using spoold::http::parse_status;
 using spoold::http::request;
+using spoold::http::testing_support::expect_prefixes_consistent;
 
 const std::string chunked_head =
     "POST /guestbook HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -29,23 +31,6 @@ int error_of(std::string_view buffer, const limits& lim = {}) {
   return res.status == parse_status::error ? res.error_status : 0;
 }
 
-// Every prefix of `in` parses as incomplete or exactly as `in` does.
-void expect_prefixes_agree(std::string_view in, const limits& lim = {}) {
-  request whole_request;
-  const parse_result whole = parse_request(in, lim, whole_request);
-  for (std::size_t n = 0; n < in.size(); ++n) {
-    request r;
-    const parse_result part = parse_request(in.substr(0, n), lim, r);
-    if (part.status == parse_status::incomplete) continue;
-    ASSERT_EQ(part.status, whole.status) << "prefix " << n << " of " << testing::PrintToString(in);
-    ASSERT_EQ(part.error_status, whole.error_status) << "prefix " << n;
-    ASSERT_EQ(part.consumed, whole.consumed) << "prefix " << n;
-    if (part.status == parse_status::complete) {
-      ASSERT_EQ(r.body, whole_request.body);
-    }
-  }
-}
-
 TEST(HttpBody, ChunkedBodyIsDecoded) {
   const std::string in = chunked_head + "5\r\nguest\r\n1a\r\n-name=Ann&guest-remarks=hi\r\n0\r\n\r\n";
   request r;
@@ -55,7 +40,7 @@ TEST(HttpBody, ChunkedBodyIsDecoded) {
   EXPECT_TRUE(r.chunked);
   EXPECT_EQ(r.body, "guest-name=Ann&guest-remarks=hi");
   EXPECT_EQ(r.content_length, r.body.size());
-  expect_prefixes_agree(in);
+  expect_prefixes_consistent(in);
 }
 
 TEST(HttpBody, ExtensionsAreIgnoredAndTrailersDiscarded) {
@@ -70,7 +55,7 @@ TEST(HttpBody, ExtensionsAreIgnoredAndTrailersDiscarded) {
   EXPECT_EQ(res.consumed, in.size());
   EXPECT_EQ(r.body, "abcde");
   EXPECT_EQ(r.find("X-Checksum"), nullptr);  // trailers are not headers
-  expect_prefixes_agree(in);
+  expect_prefixes_consistent(in);
 }
 
 TEST(HttpBody, HexSizesAndBareLfLineEnds) {
@@ -169,7 +154,7 @@ TEST(HttpBody, RequestAsSentIsBounded) {
   std::string in = chunked_head + "1\r\nx\r\n";
   while (in.size() <= lim.max_head + lim.max_body) in += "1;e\r\nx\r\n";
   EXPECT_EQ(error_of(in, lim), 413);
-  expect_prefixes_agree(in, lim);
+  expect_prefixes_consistent(in, lim);
 }
 
 TEST(HttpBody, TooManyChunks) {
@@ -223,7 +208,7 @@ TEST(HttpBody, MalformedChunkedFramingIs400) {
   for (const std::string& body : bad) {
     const std::string in = chunked_head + body;
     EXPECT_EQ(error_of(in), 400) << testing::PrintToString(body);
-    expect_prefixes_agree(in);
+    expect_prefixes_consistent(in);
   }
 }
 

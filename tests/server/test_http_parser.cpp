@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "http/parser.hpp"
+#include "http_prefixes.hpp"
 #include "http/target.hpp"
 
 namespace {
@@ -239,21 +240,7 @@ TEST(HttpParser, PipelinedRequestsAreConsumedExactly) {
   EXPECT_EQ(parse(rest, r).status, parse_status::incomplete);
 }
 
-// Feeding a request one byte at a time gives `incomplete` for every proper prefix (or, for a
-// malformed request, the same error as the whole), and the whole gives the same result as a
-// one-shot parse.
-void expect_prefixes_consistent(std::string_view in, const limits& lim = {}) {
-  request whole_request;
-  const parse_result whole = parse_request(in, lim, whole_request);
-  for (std::size_t n = 0; n < in.size(); ++n) {
-    request r;
-    const parse_result part = parse_request(in.substr(0, n), lim, r);
-    if (part.status == parse_status::incomplete) continue;
-    ASSERT_EQ(part.status, whole.status) << "prefix " << n << " of " << testing::PrintToString(in);
-    ASSERT_EQ(part.error_status, whole.error_status) << "prefix " << n;
-    ASSERT_EQ(part.consumed, whole.consumed) << "prefix " << n;
-  }
-}
+using spoold::http::testing_support::expect_prefixes_consistent;
 
 TEST(HttpParser, ByteByByteFeedingGivesIncompleteThenTheSameResult) {
   const std::vector<std::string_view> inputs = {
