@@ -6,70 +6,26 @@
 // gives (the fuzz target checks this), so a connection can call it after every read.
 #include "http/parser.hpp"
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 
+#include <arpa/inet.h>
+
 #include "http/body.hpp"
+#include "http/syntax.hpp"
 #include "http/target.hpp"
 
 namespace spoold::http {
 
 namespace {
 
-enum : std::uint8_t {
-  token_char = 1,   // tchar (RFC 9110, 5.6.2): method and header-name bytes
-  value_char = 2,   // field-value bytes: HTAB, SP, VCHAR, obs-text (no CTL, no DEL)
-  target_char = 4,  // request-target bytes: no CTL, SP or DEL (raw UTF-8 is let through)
-};
-
-constexpr std::array<std::uint8_t, 256> char_classes = [] {
-  std::array<std::uint8_t, 256> table{};
-  constexpr std::string_view token_punctuation = "!#$%&'*+-.^_`|~";
-  for (int c = 0; c < 256; ++c) {
-    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    std::uint8_t flags = 0;
-    if (alnum ||
-        (c < 128 && token_punctuation.find(static_cast<char>(c)) != std::string_view::npos)) {
-      flags |= token_char;
-    }
-    if (c == '\t' || (c >= 0x20 && c != 0x7f)) flags |= value_char;
-    if (c > 0x20 && c != 0x7f) flags |= target_char;
-    table[static_cast<std::size_t>(c)] = flags;
-  }
-  return table;
-}();
-
-bool has_class(char c, std::uint8_t cls) noexcept {
-  return (char_classes[static_cast<unsigned char>(c)] & cls) != 0;
-}
-
-// True when every byte of `s` is a field-value byte. Header values are most of a request head,
-// so they are checked eight bytes at a time: a word with no byte below 0x20 and none equal to
-// 0x7f is clean. The two word tests ("has a byte less than n", "has a zero byte") are exact
-// about whether such a byte exists, though not about where; a flagged word is looked at byte
-// by byte, since its byte below 0x20 may be an allowed tab.
-bool is_field_value(std::string_view s) noexcept {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL;
-  constexpr std::uint64_t high_bits = 0x8080808080808080ULL;
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, s.data() + i, 8);
-    const std::uint64_t below_space = (word - ones * 0x20) & ~word & high_bits;
-    const std::uint64_t xor_del = word ^ (ones * 0x7f);
-    const std::uint64_t is_del = (xor_del - ones) & ~xor_del & high_bits;
-    if ((below_space | is_del) == 0) continue;
-    for (std::size_t j = i; j < i + 8; ++j) {
-      if (!has_class(s[j], value_char)) return false;
-    }
-  }
-  for (; i < s.size(); ++i) {
-    if (!has_class(s[i], value_char)) return false;
-  }
-  return true;
-}
+using syntax::has_bare_cr;
+using syntax::has_class;
+using syntax::target_char;
+using syntax::token_char;
+using syntax::trim_spaces;
 
 // RFC 9112 asks servers to ignore at least one empty line before a request line (clients
 // have sent a stray CRLF after a POST body); empty lines totalling this many bytes are
@@ -83,12 +39,6 @@ parse_result incomplete() { return {}; }
 
 parse_result fail(int status, std::string_view reason) { return parse_failure(status, reason); }
 
-std::string_view trim_spaces(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // The line from `from` up to the '\n' at `line_end`, without the CR of a CRLF.
 std::string_view line_at(std::string_view buf, std::size_t from, std::size_t line_end) noexcept {
   std::string_view line = buf.substr(from, line_end - from);
@@ -98,6 +48,7 @@ std::string_view line_at(std::string_view buf, std::size_t from, std::size_t lin
 
 // What the header lines said that the parser acts on.
 struct head_facts {
+  bool http10 = false;  // the request line said HTTP/1.0
   bool has_host = false;
   body_framing framing;
   bool connection_close = false;
@@ -140,14 +91,15 @@ std::optional<parse_result> parse_method(std::string_view buf, std::size_t start
   return std::nullopt;
 }
 
-// "HTTP/1.1" -> minor 1.
+// "HTTP/1.1" -> minor 1. A later minor version of HTTP/1 (HTTP/1.2) is answered as HTTP/1.1,
+// the highest this server speaks (RFC 9110, 2.5: a minor version is backwards compatible).
 std::optional<parse_result> parse_version(std::string_view v, request& out) {
   if (v.size() != 8 || v.substr(0, 5) != "HTTP/" || v[5] < '0' || v[5] > '9' || v[6] != '.' ||
       v[7] < '0' || v[7] > '9') {
     return fail(400, "malformed HTTP version");
   }
-  if (v[5] != '1' || (v[7] != '0' && v[7] != '1')) return fail(505, "HTTP version not supported");
-  out.version_minor = v[7] - '0';
+  if (v[5] != '1') return fail(505, "HTTP version not supported");
+  out.version_minor = v[7] == '0' ? 0 : 1;
   return std::nullopt;
 }
 
@@ -173,6 +125,14 @@ std::optional<parse_result> parse_request_line(std::string_view buf, std::size_t
   if (auto stop = parse_method(buf, start, out)) return stop;
   const std::size_t after_method = start + out.method_text.size() + 1;
   const void* nl = std::memchr(buf.data() + after_method, '\n', buf.size() - after_method);
+  // A bare CR is refused before the line ends (a client that ends its lines with CR alone would
+  // otherwise wait out the header timeout). Only the bytes within the line's limit are looked
+  // at, so that a prefix past the limit (414) and the whole line agree.
+  const std::size_t scan_end =
+      (nl == nullptr ? buf.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()));
+  if (has_bare_cr(buf, after_method, std::min(scan_end, start + lim.max_request_line + 1))) {
+    return fail(400, "bare CR in the request line");
+  }
   if (nl == nullptr) {
     // A CR at the very end may be the start of the line's CRLF, so it does not count yet.
     std::size_t have = buf.size() - start;
@@ -215,8 +175,93 @@ std::optional<parse_result> record_content_length(std::string_view value, body_f
   if (framing.has_content_length && n != framing.content_length) {
     return fail(400, "conflicting Content-Length headers");
   }
+  if (framing.chunked) return fail(400, "both Content-Length and Transfer-Encoding");
   framing.has_content_length = true;
   framing.content_length = n;
+  return std::nullopt;
+}
+
+// IP-literal without its brackets (RFC 3986, 3.2.2): an IPv6 address or an IPvFuture.
+bool is_ip_literal(std::string_view s) noexcept {
+  if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) {
+    std::size_t i = 1;
+    while (i < s.size() && syntax::is_hex_digit(s[i])) ++i;
+    if (i == 1 || i == s.size() || s[i] != '.' || i + 1 == s.size()) return false;
+    for (++i; i < s.size(); ++i) {
+      if (!has_class(s[i], syntax::reg_name_char) && s[i] != ':') return false;
+    }
+    return true;
+  }
+  char text[INET6_ADDRSTRLEN];
+  if (s.empty() || s.size() >= sizeof text) return false;
+  std::memcpy(text, s.data(), s.size());
+  text[s.size()] = '\0';
+  unsigned char addr[16];
+  return inet_pton(AF_INET6, text, addr) == 1;
+}
+
+// A Host value (RFC 9112, 3.2): uri-host [":" port] as RFC 3986 defines them. uri-host is an
+// IP-literal in brackets or a reg-name (unreserved, sub-delims, percent-escapes; IPv4 addresses
+// are reg-names too) and may be empty; port is digits, possibly none.
+bool is_host_value(std::string_view v) noexcept {
+  std::size_t i = 0;
+  if (!v.empty() && v[0] == '[') {
+    const std::size_t close = v.find(']');
+    if (close == std::string_view::npos || !is_ip_literal(v.substr(1, close - 1))) return false;
+    i = close + 1;
+  } else {
+    while (i < v.size() && v[i] != ':') {
+      if (v[i] == '%') {
+        if (i + 2 >= v.size() || !syntax::is_hex_digit(v[i + 1]) ||
+            !syntax::is_hex_digit(v[i + 2])) {
+          return false;
+        }
+        i += 3;
+      } else if (has_class(v[i], syntax::reg_name_char)) {
+        ++i;
+      } else {
+        return false;
+      }
+    }
+  }
+  if (i == v.size()) return true;
+  if (v[i] != ':') return false;
+  for (++i; i < v.size(); ++i) {
+    if (v[i] < '0' || v[i] > '9') return false;
+  }
+  return true;
+}
+
+// "Transfer-Encoding: chunked" (RFC 9112, 6.1). The only coding spoold decodes is chunked, and a
+// request's body must end with it; so the one list it takes is "chunked" alone, as one or more
+// headers with empty list elements around it. Any other coding, before chunked or not, is not
+// implemented (501); chunked twice, chunked with parameters, or an empty list is malformed
+// framing (400); so is Transfer-Encoding in an HTTP/1.0 request (6.1: its framing is faulty) or
+// beside Content-Length (6.3: a smuggling attempt, refused rather than resolved).
+std::optional<parse_result> record_transfer_encoding(std::string_view value, head_facts& facts) {
+  if (facts.http10) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+  bool any = false;
+  while (!value.empty() || !any) {
+    const std::size_t comma = value.find(',');
+    const std::string_view element = trim_spaces(value.substr(0, comma));
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    if (element.empty()) {
+      if (comma == std::string_view::npos && !any) {
+        return fail(400, "empty Transfer-Encoding");
+      }
+      continue;
+    }
+    any = true;
+    const std::string_view name = trim_spaces(element.substr(0, element.find(';')));
+    if (!syntax::is_token(name)) return fail(400, "malformed Transfer-Encoding");
+    if (!ascii_iequals(name, "chunked")) return fail(501, "transfer coding not implemented");
+    if (name.size() != element.size()) return fail(400, "parameters on the chunked coding");
+    if (facts.framing.chunked) return fail(400, "chunked coding applied twice");
+    facts.framing.chunked = true;
+  }
+  if (facts.framing.has_content_length) {
+    return fail(400, "both Content-Length and Transfer-Encoding");
+  }
   return std::nullopt;
 }
 
@@ -238,6 +283,7 @@ std::optional<parse_result> record_header(const header& h, head_facts& facts) {
     case 4:
       if (ascii_iequals(h.name, "host")) {
         if (facts.has_host) return fail(400, "more than one Host header");
+        if (!is_host_value(h.value)) return fail(400, "malformed Host header");
         facts.has_host = true;
       }
       break;
@@ -255,7 +301,9 @@ std::optional<parse_result> record_header(const header& h, head_facts& facts) {
       }
       break;
     case 17:
-      if (ascii_iequals(h.name, "transfer-encoding")) facts.framing.has_transfer_encoding = true;
+      if (ascii_iequals(h.name, "transfer-encoding")) {
+        return record_transfer_encoding(h.value, facts);
+      }
       break;
     default:
       break;
@@ -266,17 +314,9 @@ std::optional<parse_result> record_header(const header& h, head_facts& facts) {
 // One header line (without its line end).
 std::optional<parse_result> parse_header_line(std::string_view line, head_facts& facts,
                                               request& out) {
-  if (line[0] == ' ' || line[0] == '\t') {
-    return fail(400, "obsolete header line folding");  // RFC 9112, 5.2: reject or replace
-  }
-  std::size_t colon = 0;
-  while (colon < line.size() && has_class(line[colon], token_char)) ++colon;
-  if (colon == 0 || colon == line.size() || line[colon] != ':') {
-    return fail(400, "malformed header name");
-  }
-  const std::string_view value = line.substr(colon + 1);
-  if (!is_field_value(value)) return fail(400, "control character in a header value");
-  out.headers.push_back({line.substr(0, colon), trim_spaces(value)});
+  header h;
+  if (const char* why = syntax::split_field_line(line, h.name, h.value)) return fail(400, why);
+  out.headers.push_back(h);
   return record_header(out.headers.back(), facts);
 }
 
@@ -289,11 +329,16 @@ std::optional<parse_result> parse_headers(std::string_view buf, std::size_t star
   std::size_t count = 0;
   for (;;) {
     const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
+    const std::size_t line_end =
+        nl == nullptr ? buf.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+    // As in the request line: a bare CR is refused at once, looked for within the head's limit.
+    if (has_bare_cr(buf, pos, std::min(line_end, start + lim.max_head))) {
+      return fail(400, "bare CR in a header line");
+    }
     if (nl == nullptr) {
       if (buf.size() - start > lim.max_head) return fail(431, "request head too large");
       return incomplete();
     }
-    const auto line_end = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
     if (line_end + 1 - start > lim.max_head) return fail(431, "request head too large");
     const std::string_view line = line_at(buf, pos, line_end);
     pos = line_end + 1;
@@ -322,6 +367,7 @@ parse_result parse_request(std::string_view buffer, const limits& lim, request& 
   std::size_t headers_start = 0;
   if (auto stop = parse_request_line(buffer, start, lim, out, headers_start)) return *stop;
   head_facts facts;
+  facts.http10 = out.version_minor == 0;
   std::size_t head_end = 0;
   if (auto stop = parse_headers(buffer, start, headers_start, lim, facts, out, head_end)) {
     return *stop;

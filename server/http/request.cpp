@@ -44,9 +44,11 @@ void request::clear() noexcept {
   version_minor = 1;
   keep_alive = true;
   expect_continue = false;
+  chunked = false;
   content_length = 0;
   headers.clear();
   body = {};
+  decoded_body.clear();
 }
 
 std::string_view method_name(method m) noexcept {

@@ -17,7 +17,9 @@ struct header {
 };
 
 // Every string_view points into the buffer given to parse_request and stays valid until that
-// buffer changes. `path` is owned: it is the decoded, normalised form of the target's path.
+// buffer changes. `path` is owned: it is the decoded, normalised form of the target's path. A
+// chunked body is owned too, decoded into `decoded_body`, which `body` then views: a copied
+// request's `body` still views the original's.
 struct request {
   method verb = method::get;
   std::string_view method_text;  // as sent ("GET")
@@ -25,12 +27,14 @@ struct request {
   std::string path;              // percent-decoded, dot-segments resolved, starts with '/'
                                  // (the one exception: "*" for "OPTIONS * HTTP/1.1")
   std::string_view query;        // after the first '?', not decoded ("" when none)
-  int version_minor = 1;         // HTTP/1.<version_minor>; only 1.0 and 1.1 are accepted
+  int version_minor = 1;         // 0 or 1: HTTP/1.0, or HTTP/1.1 (and later 1.x, answered as 1.1)
   bool keep_alive = true;        // 1.1 unless "Connection: close"; 1.0 only with "keep-alive"
   bool expect_continue = false;  // "Expect: 100-continue"
-  std::uint64_t content_length = 0;
+  bool chunked = false;          // "Transfer-Encoding: chunked"; the body is decoded_body
+  std::uint64_t content_length = 0;  // the body's length (decoded, for a chunked body)
   std::vector<header> headers;
-  std::string_view body;  // content_length bytes
+  std::string_view body;      // content_length bytes: in the parsed buffer, or decoded_body
+  std::string decoded_body;   // a chunked body without its framing
 
   // The first header with this name, compared case-insensitively; nullptr when absent.
   [[nodiscard]] const header* find(std::string_view name) const noexcept;

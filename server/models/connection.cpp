@@ -101,19 +101,24 @@ bool connection::can_read_more() const noexcept {
          in_.can_take(read_chunk, input_limit());
 }
 
-// After an incomplete parse, parsing again only helps once the body is all here, or (head still
-// incomplete) once a line ended or the request line's limit was passed; the first look at a
+// After an incomplete parse, parsing again only helps once the body has reached the length the
+// parser named (all of a Content-Length body; the next step of a chunked one), or once a CR or
+// LF arrived where the parser waits for a line end (head incomplete, or a chunked body's framing
+// line), or (head incomplete) once the request line's limit was passed; the first look at a
 // request always parses, so junk is refused at once. A request that trickles in is therefore not
-// parsed again for every few bytes, which would be quadratic in its size.
+// parsed again for every few bytes, which would be quadratic in its size. A CR counts as it
+// arrives, and so does the byte after a CR that ended the last look: a bare CR is refused then,
+// not after the header timeout.
 bool connection::worth_parsing() const noexcept {
   if (!has_input()) return false;
   const std::string_view buffer = in_.view();
   if (parsed_upto_ == 0 || buffer.size() < parsed_upto_ || peer_closed_) return true;
   // Nothing new since the last look: the answer would be the same.
   if (buffer.size() == parsed_upto_) return false;
-  if (needed_ > 0) return buffer.size() >= needed_;
-  if (buffer.size() > ctx_.opts.limits.max_request_line) return true;
-  return buffer.substr(parsed_upto_).find('\n') != std::string_view::npos;
+  if (needed_ > 0 && buffer.size() >= needed_) return true;
+  if (needed_ > 0 && !awaits_line_) return false;
+  if (needed_ == 0 && buffer.size() > ctx_.opts.limits.max_request_line) return true;
+  return buffer.substr(parsed_upto_ - 1).find_first_of("\r\n") != std::string_view::npos;
 }
 
 bool connection::has_ready_work() const noexcept {
@@ -261,6 +266,7 @@ void connection::serve(int max_requests, steady_clock::time_point now) {
     const http::parse_result res = http::parse_request(buffer, ctx_.opts.limits, req);
     parsed_upto_ = buffer.size();
     needed_ = res.needed;
+    awaits_line_ = res.awaits_line;
     if (res.status == http::parse_status::incomplete) {
       if (res.needs_continue && !continue_sent_) {
         set_nodelay();  // the answer follows in a second write
@@ -302,6 +308,7 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
   continue_sent_ = false;
   parsed_upto_ = 0;
   needed_ = 0;
+  awaits_line_ = false;
   if (h.blocking) {
     std::optional<http::response> r = driver_.run_job(*this, std::move(h.blocking));
     if (!r) {
@@ -322,6 +329,7 @@ void connection::fail_request(int status, std::string_view reason) {
   in_.clear();  // the rest of the stream cannot be trusted
   parsed_upto_ = 0;
   needed_ = 0;
+  awaits_line_ = false;
   discarded_input_ = true;
 }
 

@@ -194,10 +194,12 @@ class connection {
   std::string out_;
   std::size_t out_sent_ = 0;
   std::optional<http::response> file_;  // a file body still being sent
-  // How far the last incomplete parse got: bytes of the request already looked at, and the
-  // length at which its body is complete (0: head incomplete). See worth_parsing().
+  // How far the last incomplete parse got: bytes of the request already looked at, the length
+  // at which parsing again can change the answer (0: head incomplete), and whether a line end
+  // arriving before that can too. See worth_parsing().
   std::size_t parsed_upto_ = 0;
   std::size_t needed_ = 0;
+  bool awaits_line_ = false;
   steady_clock::time_point head_started_{};  // first byte of the request being received
   steady_clock::time_point last_activity_{};
   steady_clock::time_point linger_until_{};

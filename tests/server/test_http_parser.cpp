@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "http/parser.hpp"
+#include "http_prefixes.hpp"
 #include "http/target.hpp"
 
 namespace {
@@ -239,21 +240,7 @@ TEST(HttpParser, PipelinedRequestsAreConsumedExactly) {
   EXPECT_EQ(parse(rest, r).status, parse_status::incomplete);
 }
 
-// Feeding a request one byte at a time gives `incomplete` for every proper prefix (or, for a
-// malformed request, the same error as the whole), and the whole gives the same result as a
-// one-shot parse.
-void expect_prefixes_consistent(std::string_view in, const limits& lim = {}) {
-  request whole_request;
-  const parse_result whole = parse_request(in, lim, whole_request);
-  for (std::size_t n = 0; n < in.size(); ++n) {
-    request r;
-    const parse_result part = parse_request(in.substr(0, n), lim, r);
-    if (part.status == parse_status::incomplete) continue;
-    ASSERT_EQ(part.status, whole.status) << "prefix " << n << " of " << testing::PrintToString(in);
-    ASSERT_EQ(part.error_status, whole.error_status) << "prefix " << n;
-    ASSERT_EQ(part.consumed, whole.consumed) << "prefix " << n;
-  }
-}
+using spoold::http::testing_support::expect_prefixes_consistent;
 
 TEST(HttpParser, ByteByByteFeedingGivesIncompleteThenTheSameResult) {
   const std::vector<std::string_view> inputs = {
@@ -357,6 +344,40 @@ TEST(HttpParser, ExpectContinue) {
       r);
   EXPECT_EQ(res.status, parse_status::error);
   EXPECT_EQ(res.error_status, 413);
+}
+
+TEST(HttpParser, LaterHttp1MinorVersionsAreHttp11) {
+  // RFC 9110, 2.5: a later minor version is answered as the highest this server speaks.
+  for (const char* version : {"HTTP/1.2", "HTTP/1.9"}) {
+    request r;
+    const std::string in = std::string("GET / ") + version + "\r\nHost: h\r\n\r\n";
+    ASSERT_EQ(parse(in, r).status, parse_status::complete) << version;
+    EXPECT_EQ(r.version_minor, 1) << version;
+    EXPECT_TRUE(r.keep_alive) << version;
+    // And an HTTP/1.1 request it is: Host is required.
+    EXPECT_EQ(parse(std::string("GET / ") + version + "\r\n\r\n").error_status, 400) << version;
+  }
+}
+
+TEST(HttpParser, ValidHostValues) {
+  for (const char* host :
+       {"example.com", "example.com:8080", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:8080",
+        "[2001:db8::7]", "[::ffff:192.0.2.1]", "[v1.fe80::a+en1]", "xn--caf-dma.example",
+        "a-b_c~d!$&'()*+,;=", "h%41", "h:", "", "localhost:0"}) {
+    request r;
+    const std::string in = std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n";
+    EXPECT_EQ(parse(in, r).status, parse_status::complete) << host;
+  }
+}
+
+TEST(HttpParser, BareCrIsRefusedAsSoonAsTheNextByteArrives) {
+  // A CR at the end of the buffer may be followed by its LF: not an error yet.
+  EXPECT_EQ(parse("GET / HTTP/1.1\r").status, parse_status::incomplete);
+  EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r").status, parse_status::incomplete);
+  // The next byte decides, with no LF anywhere after it.
+  EXPECT_EQ(parse("GET / HTTP/1.1\rH").error_status, 400);
+  EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: h\rX").error_status, 400);
+  EXPECT_EQ(parse("GET /a\rb").error_status, 400);
 }
 
 TEST(HttpParser, KeepAliveRules) {
@@ -474,11 +495,44 @@ std::vector<error_case> error_cases() {
        "POST / HTTP/1.1\r\n" + host + "Content-Length: 18446744073709551616\r\n\r\n", 400},
       {"Content-Length conflict",
        "POST / HTTP/1.1\r\n" + host + "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400},
-      // 411
-      {"chunked", "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n", 411},
+      // 400: Host (RFC 9112, 3.2; RFC 3986 host [":" port])
+      {"Host with space and slash", "GET / HTTP/1.1\r\nHost: a b/c\r\n\r\n", 400},
+      {"Host with path", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+      {"Host with userinfo", "GET / HTTP/1.1\r\nHost: u@h\r\n\r\n", 400},
+      {"Host with letter port", "GET / HTTP/1.1\r\nHost: h:8x\r\n\r\n", 400},
+      {"Host with two ports", "GET / HTTP/1.1\r\nHost: h:1:2\r\n\r\n", 400},
+      {"Host bad percent", "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400},
+      {"Host bare IPv6", "GET / HTTP/1.1\r\nHost: ::1\r\n\r\n", 400},
+      {"Host bad IP literal", "GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", 400},
+      {"Host unclosed IP literal", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},
+      {"Host IP literal with zone", "GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]\r\n\r\n", 400},
+      {"Host junk after IP literal", "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400},
+      {"bad Host on HTTP/1.0 too", "GET / HTTP/1.0\r\nHost: a b\r\n\r\n", 400},
+      // 400: a bare CR as a line end, refused before any LF arrives
+      {"bare CR ends the request line", "GET / HTTP/1.1\rHost: h\r", 400},
+      {"bare CR ends a header line", "GET / HTTP/1.1\r\nHost: h\rX: y\r", 400},
+      {"bare CR ends the head", "GET / HTTP/1.1\r\nHost: h\r\n\rx", 400},
+      // 400: Transfer-Encoding framing (RFC 9112, 6.1 and 6.3)
       {"Transfer-Encoding beside Content-Length",
-       "POST / HTTP/1.1\r\n" + host + "Content-Length: 3\r\ntransfer-encoding: gzip\r\n\r\nabc",
-       411},
+       "POST / HTTP/1.1\r\n" + host + "Content-Length: 3\r\ntransfer-encoding: chunked\r\n\r\n",
+       400},
+      {"Content-Length after Transfer-Encoding",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+       400},
+      {"Transfer-Encoding in HTTP/1.0",
+       "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+      {"chunked twice", "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked, chunked\r\n\r\n",
+       400},
+      {"chunked twice in two headers",
+       "POST / HTTP/1.1\r\n" + host +
+           "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+       400},
+      {"chunked with a parameter",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked;q=1\r\n\r\n", 400},
+      {"empty Transfer-Encoding", "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: \r\n\r\n",
+       400},
+      {"Transfer-Encoding not a token",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: \"chunked\"\r\n\r\n", 400},
       // 413: the head alone decides
       {"body too large", "POST / HTTP/1.1\r\n" + host + "Content-Length: 65537\r\n\r\n", 413},
       {"body largest number",
@@ -500,11 +554,22 @@ std::vector<error_case> error_cases() {
        small_limits()},
       // 501
       {"unknown method", "BREW /pot HTTP/1.1\r\n" + host + "\r\n", 501},
+      {"transfer coding gzip", "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip\r\n\r\n",
+       501},
+      {"gzip before chunked",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"coding after chunked",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTransfer-Encoding: br\r\n\r\n",
+       501},
+      {"identity is not a coding any more",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: identity\r\n\r\n", 501},
+      {"gzip beside Content-Length",
+       "POST / HTTP/1.1\r\n" + host + "Content-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+       501},
       {"very long method token", std::string(40, 'X'), 501},
       {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 501},
       // 505
       {"HTTP/2.0", "GET / HTTP/2.0\r\n" + host + "\r\n", 505},
-      {"HTTP/1.2", "GET / HTTP/1.2\r\n" + host + "\r\n", 505},
       {"HTTP/0.9", "GET / HTTP/0.9\r\n" + host + "\r\n", 505},
       {"HTTP/3.1", "GET / HTTP/3.1\r\n" + host + "\r\n", 505},
   };
