@@ -131,6 +131,9 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
     if (value != "iterative" && value != "threaded")
       usage_error(o, "--original wants iterative or threaded, not '" + value + "'");
     o.original_model = value;
+  } else if (flag == "--store") {
+    if (value.empty()) usage_error(o, "--store wants redis or a spoold --store spec");
+    o.store_spec = value;
   } else if (flag == "--file") {
     if (value.empty() || value.front() != '/')
       usage_error(o, "--file wants a URL path starting with '/', not '" + value + "'");

@@ -49,6 +49,7 @@ struct options {
   std::vector<std::string> servers;           // "spoold", "nginx"
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
+  std::string store_spec;  // http --store: "redis", or a spoold --store spec; "" for the default
   // siege: repetitions per user in the one-shot form (-r), which forms, the paper's "original".
   std::optional<std::uint64_t> reps;
   std::vector<std::string> siege_forms;  // "reps", "time"
