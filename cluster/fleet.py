@@ -29,7 +29,7 @@ As a module (tests and benchmarks; Python standard library only):
     f.rolling_restart()                      # SIGTERM, wait, start, wait UP: node by node
     f.stop()                                 # also fleet.Fleet.attach(state_dir).stop()
 
-cluster/README.md describes the layout, every setting and this interface.
+cluster/README.md describes the layout and this interface; docs/scale-out.md every setting.
 """
 
 import argparse
