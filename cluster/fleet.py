@@ -58,9 +58,12 @@ class FleetError(Exception):
     and where its log is."""
 
 
-def wait_for(predicate, timeout, what, interval=0.05):
+def wait_for(predicate, timeout, what, interval=0.05, errors=None, failure=None):
     """Polls predicate() (another process's state) until it returns something true, and returns
-    that. Raises FleetError naming `what` and the last value or error after `timeout` s."""
+    that; an exception of `errors` (default: OSError, RespError, FleetError) counts as not yet.
+    Raises `failure` (default FleetError) naming `what` and the last value or error after
+    `timeout` s."""
+    errors = errors or (OSError, RespError, FleetError)
     end = time.monotonic() + timeout
     last = None
     while True:
@@ -68,11 +71,11 @@ def wait_for(predicate, timeout, what, interval=0.05):
             last = predicate()
             if last:
                 return last
-        except (OSError, RespError, FleetError) as e:
+        except errors as e:
             last = e
         if time.monotonic() > end:
-            raise FleetError(f"timed out after {timeout:.0f} s waiting for {what} "
-                             f"(last: {last!r})")
+            raise (failure or FleetError)(f"timed out after {timeout:.0f} s waiting for {what} "
+                                          f"(last: {last!r})")
         time.sleep(interval)
 
 

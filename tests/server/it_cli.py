@@ -5,10 +5,8 @@
 import os
 import socket
 import subprocess
-import unittest
 
-from spoold_harness import (SCALE, Spoold, TempDir, main, make_site, raise_nofile_limit,
-                            spoold_binary, sqlite_store)
+from spoold_harness import SCALE, SiteTestCase, Spoold, main, spoold_binary
 
 
 def run_spoold(args, env=None, timeout=30):
@@ -18,16 +16,7 @@ def run_spoold(args, env=None, timeout=30):
                           capture_output=True, text=True, env=full_env, timeout=timeout * SCALE)
 
 
-class CommandLineTest(unittest.TestCase):
-    def setUp(self):
-        raise_nofile_limit()
-        self.tmp = TempDir()
-        self.site = make_site(self.tmp.path)
-        self.store = sqlite_store(self.tmp.path)
-
-    def tearDown(self):
-        self.tmp.close()
-
+class CommandLineTest(SiteTestCase):
     def base(self, port="0"):
         return ["--port", port, "--bind", "127.0.0.1", "--root", self.site, "--store", self.store]
 

@@ -587,19 +587,10 @@ def parse_prometheus(text):
 
 
 def wait_until(predicate, timeout, what, interval=0.05):
-    """Polls an external condition (another process's state) until true or a deadline."""
-    end = time.monotonic() + timeout * SCALE
-    last = None
-    while True:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, ConnectionClosed) as e:
-            last = e
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-        time.sleep(interval)
+    """Polls an external condition (another process's state) until true or a deadline (scaled
+    by SCALE); AssertionError after it."""
+    return fleet_wait_for(predicate, timeout * SCALE, what, interval,
+                          errors=(OSError, ConnectionClosed), failure=AssertionError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -628,7 +619,7 @@ def entries_section(html):
 # One RESP client serves the tests and cluster/fleet.py (standard library only).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "cluster"))
-from fleet import RespError, redis_command  # noqa: E402
+from fleet import RespError, redis_command, wait_for as fleet_wait_for  # noqa: E402
 
 
 def resp_command(port, *args, timeout=5):
