@@ -5,9 +5,12 @@
 #   make test   install deps, then build + ctest in build/release (-Werror),
 #               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
 #               finally the install/consumer test (tests/install/run.sh)
+#   make cluster                  a fleet in the background: HAProxy on http://127.0.0.1:8080/,
+#                                 NODES spoold nodes, Redis primary + replica, 3 Sentinels
+#   make cluster-status / cluster-rolling-restart / cluster-down   (cluster/README.md)
 #
 # Other targets: deps build test-release tsan asan install-test format clean help
-# Knobs: ARGS="..." (for run), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
+# Knobs: ARGS="..." (for run), NODES=3 (for cluster), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
 #        WERROR=ON, CTEST_ARGS="-R pattern", SPOOL_SKIP_DEPS=1, BUILD_ROOT=build
 
 SHELL       := /bin/bash
@@ -25,6 +28,9 @@ TSAN_JOBS  ?= 2
 ASAN_JOBS  ?= 2
 CTEST_ARGS ?=
 ARGS       ?=
+NODES      ?= 3
+PYTHON3    ?= python3
+FLEET      := $(PYTHON3) cluster/fleet.py
 
 BUILD_ROOT  ?= build
 RELEASE_DIR ?= $(BUILD_ROOT)/release
@@ -47,7 +53,8 @@ banner = @printf '\n%s\n==> %s\n%s\n' \
 # $(call configure,dir,flags)
 configure = $(CMAKE) -S . -B $(1) -G "$(GENERATOR)" $(2)
 
-.PHONY: help deps run demo build test test-release tsan asan install-test format clean
+.PHONY: help deps run demo build test test-release tsan asan install-test format clean \
+        cluster cluster-down cluster-status cluster-rolling-restart
 
 help:
 	@echo "spool make targets:"
@@ -60,6 +67,8 @@ help:
 	@echo "  make tsan            build + ctest in $(TSAN_DIR) (ThreadSanitizer)"
 	@echo "  make asan            build + ctest in $(ASAN_DIR) (AddressSanitizer + UBSan)"
 	@echo "  make install-test    tests/install/run.sh (cmake --install + consumers)"
+	@echo "  make cluster [NODES=3]  HAProxy on :8080 + spoold nodes + Redis/Sentinel, background"
+	@echo "  make cluster-status     what the fleet runs; cluster-rolling-restart; cluster-down"
 	@echo "  make format          clang-format sources (if clang-format is installed)"
 	@echo "  make clean           remove $(BUILD_ROOT)/"
 
@@ -86,6 +95,25 @@ build: deps
 	$(call banner,Build: release ($(RELEASE_DIR)))
 	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
 	$(CMAKE) --build $(RELEASE_DIR)
+
+# ----------------------------------------------------------------------------
+# A fleet on loopback addresses (cluster/fleet.py, cluster/README.md). Everything runs in the
+# background after `make cluster` returns; its state, logs and pid files are in cluster/run/.
+cluster: deps
+	$(call banner,Build: release ($(RELEASE_DIR)) -- spoold)
+	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
+	$(CMAKE) --build $(RELEASE_DIR) --target spoold
+	$(call banner,Fleet: $(NODES) spoold nodes behind HAProxy on Redis with Sentinel)
+	$(FLEET) up --nodes $(NODES) --spoold $(RELEASE_DIR)/server/spoold
+
+cluster-down:
+	$(FLEET) down
+
+cluster-status:
+	$(FLEET) status
+
+cluster-rolling-restart:
+	$(FLEET) rolling-restart
 
 # ----------------------------------------------------------------------------
 test: deps test-release tsan asan install-test

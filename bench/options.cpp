@@ -125,6 +125,19 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
     if (value != "iterative" && value != "threaded")
       usage_error(o, "--original wants iterative or threaded, not '" + value + "'");
     o.original_model = value;
+  } else if (flag == "--nodes") {
+    o.fleet_nodes.clear();
+    for (const std::string& part : split(value)) {
+      o.fleet_nodes.push_back(parse_count(o, flag, part));
+      if (o.fleet_nodes.back() < 1 || o.fleet_nodes.back() > 9)
+        usage_error(o, "--nodes wants counts in 1..9");
+    }
+  } else if (flag == "--failovers") {
+    o.failovers = parse_count(o, flag, value);
+    if (*o.failovers > 100) usage_error(o, "--failovers wants a count in 0..100");
+  } else if (flag == "--store") {
+    if (value.empty()) usage_error(o, "--store wants redis or a spoold --store spec");
+    o.store_spec = value;
   } else if (flag == "--file") {
     if (value.empty() || value.front() != '/')
       usage_error(o, "--file wants a URL path starting with '/', not '" + value + "'");

@@ -47,6 +47,10 @@ struct options {
   std::vector<std::string> servers;           // "spoold", "nginx"
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
+  // cluster: the fleet sizes behind HAProxy, and the failovers timed per store setting.
+  std::vector<std::uint64_t> fleet_nodes;
+  std::optional<std::uint64_t> failovers;
+  std::string store_spec;  // http --store: "redis", or a spoold --store spec; "" for the default
   // siege: repetitions per user in the one-shot form (-r), which forms, the paper's "original".
   std::optional<std::uint64_t> reps;
   std::vector<std::string> siege_forms;  // "reps", "time"

@@ -33,7 +33,9 @@ PACKAGES=(
   # spoold: its stores, its tests (real Redis, SQLite, a browser, a fuzzer) and its benchmarks
   libsqlite3-dev   # the embedded guestbook store
   libhiredis-dev   # the Redis guestbook store
-  redis-server     # started by the integration tests on a free port
+  redis-server     # started by the integration tests on a free port, and by make cluster
+  redis-sentinel   # make cluster and the fleet tests: failover of the guestbook's Redis
+  haproxy          # make cluster and the fleet tests: the load balancer in front of the nodes
   python3          # the integration tests (standard library only)
   chromium         # headless browser tests of the guestbook and the dashboard
   chromium-driver  # WebDriver for those tests

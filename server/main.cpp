@@ -1,6 +1,9 @@
 // spoold: start, serve until SIGTERM/SIGINT, shut down gracefully.
 //
 // Shutdown order (each step needs the one before it):
+//   0. with --drain-delay, /healthz fails for that long while everything else is served, so a
+//      load balancer takes the node out of rotation before it stops accepting (a second
+//      signal cuts the delay short);
 //   1. the model stops accepting and lets in-flight requests finish (bounded by --grace);
 //   2. the pool drains: store calls already handed to it complete, their answers go nowhere
 //      if the grace period closed their connection;
@@ -10,6 +13,8 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -52,12 +57,36 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// Waits for `delay`, or until another stop signal arrives.
+void drain_for(const sigset_t& stop_signals, std::chrono::milliseconds delay) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point end = clock::now() + delay;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(end - clock::now());
+    if (left.count() <= 0) return;
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
+    const int sig = sigtimedwait(&stop_signals, nullptr, &ts);
+    if (sig > 0) {
+      std::printf("spoold: %s: draining cut short\n", signal_name(sig));
+      return;
+    }
+    if (errno != EINTR && errno != EAGAIN) return;
+  }
+}
+
 int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   spoold::raise_fd_limit();
 
-  std::unique_ptr<spoold::store::store> store = spoold::store::open_store(opts.store);
+  std::unique_ptr<spoold::store::store> store = spoold::store::open_store(
+      opts.store, {.replicas = opts.store_replicas,
+                   .replica_timeout = opts.store_replicas_timeout});
   spoold::static_files files({.root = opts.root});
   spoold::metrics counters;
+  counters.set_node_name(opts.node_name);
   std::unique_ptr<spoold::access_log> log;
   if (!opts.access_log.empty()) log = spoold::access_log::open(opts.access_log);
 
@@ -73,22 +102,30 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   cfg.spin_rounds = 0;
   spool::pool pool(cfg);
 
-  spoold::app application(files, *store, counters, pool);
+  spoold::app application(files, *store, counters, pool, opts.node_name);
   spoold::server_context ctx{opts, application, counters, pool, log.get()};
   std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);
   const std::uint16_t port = model->start();
 
   std::printf("spoold: listening on http://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
-              "threads, root %s)\n",
+              "threads, root %s%s%s)\n",
               opts.bind.c_str(), static_cast<unsigned>(port), opts.model.c_str(),
               store->describe().c_str(), opts.loops, opts.min_threads, opts.max_threads,
-              opts.root.c_str());
+              opts.root.c_str(), opts.node_name.empty() ? "" : ", node ",
+              opts.node_name.c_str());
   std::fflush(stdout);
 
   int sig = 0;
   while (sigwait(&stop_signals, &sig) != 0) {
   }
-  std::printf("spoold: %s: shutting down (grace %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+  if (opts.drain_delay.count() > 0) {
+    std::printf("spoold: %s: draining (/healthz answers 503 for %.1f s)\n", signal_name(sig),
+                static_cast<double>(opts.drain_delay.count()) / 1000.0);
+    std::fflush(stdout);
+    application.start_draining();
+    drain_for(stop_signals, opts.drain_delay);
+  }
+  std::printf("spoold: %s: shutting down (grace %.1f s)\n", signal_name(sig),
               static_cast<double>(opts.grace.count()) / 1000.0);
   std::fflush(stdout);
 

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
@@ -15,7 +16,11 @@ constexpr std::string_view help_text =
     "  --root DIR            static files (default: the demo site)\n"
     "  --threads MIN[:MAX]   pool threads for blocking work (default 2:64)\n"
     "  --loops N             event loops (default: one per core)\n"
-    "  --store SPEC          sqlite:PATH or redis://HOST[:PORT] (default sqlite:./spoold.db)\n"
+    "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
+    "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
+    "                        (default sqlite:./spoold.db)\n"
+    "  --store-replicas K    acknowledge a post once K Redis replicas have it (default 0)\n"
+    "  --store-replicas-timeout S  how long a post waits for them; then 503 (default 1)\n"
     "  --model NAME          server architecture: epoll (default), iterative, forking,\n"
     "                        preforked, threaded, prethreaded, queue, poll\n"
     "  --workers N           processes (preforked, default 2 per core) or threads\n"
@@ -27,6 +32,8 @@ constexpr std::string_view help_text =
     "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
     "  --write-timeout S     seconds a client may read nothing (default 30)\n"
     "  --grace S             seconds in-flight requests get at shutdown (default 10)\n"
+    "  --drain-delay S       on SIGTERM, seconds /healthz fails before shutdown (default 0)\n"
+    "  --node-name NAME      this server's name in a fleet (header, pages, metrics)\n"
     "  --max-body BYTES      largest request body (default 65536)\n"
     "  --help, --version\n";
 
@@ -116,6 +123,28 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_seconds(value, o.write_timeout) || o.write_timeout.count() == 0) return bad();
   } else if (name == "grace") {
     if (!parse_seconds(value, o.grace)) return bad();
+  } else if (name == "drain-delay") {
+    if (!parse_seconds(value, o.drain_delay)) return bad();
+  } else if (name == "node-name") {
+    // It goes unescaped into a header, a Prometheus label and JSON.
+    const auto allowed = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '-' || c == '_' || c == '.';
+    };
+    if (value.empty() || value.size() > 64 || !std::all_of(value.begin(), value.end(), allowed)) {
+      error = "bad value for --node-name: '" + std::string(value) +
+              "' (1 to 64 letters, digits, '-', '_' or '.')";
+      return false;
+    }
+    o.node_name = value;
+  } else if (name == "store-replicas") {
+    if (!parse_unsigned(value, 100, n)) return bad();
+    o.store_replicas = static_cast<unsigned>(n);
+  } else if (name == "store-replicas-timeout") {
+    if (!parse_seconds(value, o.store_replicas_timeout) ||
+        o.store_replicas_timeout.count() == 0) {
+      return bad();
+    }
   } else if (name == "max-body") {
     if (!parse_unsigned(value, std::uint64_t{1} << 40, n)) return bad();
     o.limits.max_body = n;
@@ -130,7 +159,7 @@ constexpr std::string_view option_names[] = {
     "port",         "bind",          "root",       "threads",         "loops",
     "store",        "model",         "access-log", "max-connections", "header-timeout",
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
-    "accept-lock"};
+    "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";

@@ -29,6 +29,16 @@ struct options {
   std::chrono::milliseconds idle_timeout{15'000};
   std::chrono::milliseconds write_timeout{30'000};
   std::chrono::milliseconds grace{10'000};
+  // On SIGTERM/SIGINT, how long /healthz answers 503 (while everything is still served) before
+  // the shutdown starts, so that a load balancer stops sending requests first. 0: no drain.
+  std::chrono::milliseconds drain_delay{0};
+  // A name for this server in a fleet ("" for none): the Spoold-Node header, the guestbook's
+  // pages, /metrics labels, /api/stats and the dashboard.
+  std::string node_name;
+  // A guestbook post is acknowledged once this many Redis replicas have it (WAIT), waiting at
+  // most store_replicas_timeout.
+  unsigned store_replicas = 0;
+  std::chrono::milliseconds store_replicas_timeout{1000};
   http::limits limits{};
 };
 

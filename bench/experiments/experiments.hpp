@@ -21,6 +21,7 @@ const experiment& idle_experiment();
 const experiment& elastic_experiment();
 const experiment& http_experiment();
 const experiment& siege_experiment();
+const experiment& cluster_experiment();
 
 inline std::vector<const experiment*> all_experiments() {
   return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
@@ -28,10 +29,10 @@ inline std::vector<const experiment*> all_experiments() {
           &idle_experiment(),    &elastic_experiment()};
 }
 
-// Run only when named: they drive programs outside spool-bench (spoold, nginx, wrk, siege) and
-// take minutes, so `all` (and its smoke test) leaves them out.
+// Run only when named: they drive programs outside spool-bench (spoold, nginx, wrk, siege, a
+// fleet behind HAProxy) and take minutes, so `all` (and its smoke test) leaves them out.
 inline std::vector<const experiment*> standalone_experiments() {
-  return {&http_experiment(), &siege_experiment()};
+  return {&http_experiment(), &siege_experiment(), &cluster_experiment()};
 }
 
 }  // namespace bench

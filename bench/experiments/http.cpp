@@ -22,6 +22,7 @@
 #include "servers/nginx.hpp"
 #include "servers/run_setup.hpp"
 #include "servers/server_measurement.hpp"
+#include "servers/redis.hpp"
 #include "servers/spoold.hpp"
 #include "servers/tables.hpp"
 #include "servers/wrk.hpp"
@@ -48,6 +49,10 @@ struct plan {
   unsigned wrk_slack_s = 30;
   served_content served;
   std::vector<server_kind> servers;  // in the order each repeat runs them
+  // --store: spoold's --store for the guestbook ("" for its default, SQLite in its directory),
+  // and the redis-server spool-bench started for `--store redis` (stopped after the run).
+  std::string store;
+  std::shared_ptr<running_server> redis;
 };
 
 std::vector<std::string> server_names(const options& o) {
@@ -87,6 +92,16 @@ void warn_about_unknown_models(const options& o) {
   }
 }
 
+// --store is for the guestbook on spoold alone; `redis` needs the redis-server package.
+void check_store_option(const options& o, const plan& p) {
+  if (o.store_spec.empty()) return;
+  if (!is_guestbook(p.served.url_path) || server_names(o) != std::vector<std::string>{"spoold"})
+    cannot_run("http", "--store is for the guestbook: --file /guestbook --servers spoold");
+  if (o.store_spec == "redis" && !is_executable(redis_binary))
+    cannot_run("http", std::string(redis_binary) +
+                           " is not installed; scripts/install-deps.sh installs it");
+}
+
 plan make_plan(const options& o) {
   plan p;
   p.concurrency = !o.concurrency.empty()      ? o.concurrency
@@ -102,8 +117,20 @@ plan make_plan(const options& o) {
   require_program("http", "wrk");
   p.served = checked_content(o, server_names(o), "http");
   warn_about_unknown_models(o);
-  p.servers = server_kinds(o, server_names(o), p.served.root, spoold_variants(o),
-                           {"--max-connections", spoold_max_connections});
+  check_store_option(o, p);
+  std::vector<std::string> spoold_args{"--max-connections", spoold_max_connections};
+  if (o.store_spec == "redis") {
+    try {
+      p.redis = start_redis();
+    } catch (const std::exception& e) {
+      cannot_run("http", e.what());
+    }
+    p.store = redis_store_spec(*p.redis);
+  } else {
+    p.store = o.store_spec;
+  }
+  if (!p.store.empty()) spoold_args.insert(spoold_args.end(), {"--store", p.store});
+  p.servers = server_kinds(o, server_names(o), p.served.root, spoold_variants(o), spoold_args);
   return p;
 }
 
@@ -356,12 +383,23 @@ void print_versions(const options& o, const plan& p) {
               wrk.empty() ? "wrk (version unknown)" : wrk.c_str(), p.wrk_slack_s);
   const auto names = server_names(o);
   if (std::find(names.begin(), names.end(), "spoold") != names.end())
-    std::printf("# spoold:   %s, --max-connections %s\n", spoold_binary(o).c_str(),
-                spoold_max_connections);
+    std::printf("# spoold:   %s, --max-connections %s%s%s\n", spoold_binary(o).c_str(),
+                spoold_max_connections, p.store.empty() ? "" : ", --store ", p.store.c_str());
   if (std::find(names.begin(), names.end(), "nginx") != names.end())
     std::printf("# nginx:    %s, %u worker processes\n", version_line(nginx_binary, "-v").c_str(),
                 online_cpus());
   std::fflush(stdout);
+}
+
+// The redis-server of `--store redis`, stopped before the run ends (std::exit in cannot_run
+// would leave it running).
+void stop_store(const plan& p) {
+  if (!p.redis) return;
+  try {
+    p.redis->stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spool-bench http: stopping redis-server: %s\n", e.what());
+  }
 }
 
 void run(const options& o, results& out) {
@@ -390,8 +428,10 @@ void run(const options& o, results& out) {
       for (const std::string& mode : p.modes)
         print_architecture_table(out, p, mode, threads, repeats, log);
   } catch (const std::exception& e) {
+    stop_store(p);
     cannot_run("http", e.what());
   }
+  stop_store(p);
   report_failures("http", log);
   if (o.plot_target.empty()) return;
   for (unsigned threads : o.threads) {
@@ -435,8 +475,14 @@ const experiment& http_experiment() {
       "  --spoold PATH       the spoold binary (default: the one built beside spool-bench)\n"
       "  --root DIR          the files served (default: the repository's server/site)\n"
       "  --file /PATH        the URL path requested (default /index.html); /guestbook:\n"
-      "                      spoold's guestbook page, a SQLite store visit per request\n"
+      "                      spoold's guestbook page, a store visit per request (SQLite\n"
+      "                      unless --store)\n"
       "                      (spoold only: --servers spoold)\n"
+      "  --store SPEC        the guestbook's store (with --file /guestbook): redis starts a\n"
+      "                      redis-server on a free loopback port for the run (no persistence,\n"
+      "                      as ZeroHTTPd's measurements) and gives every spoold\n"
+      "                      redis://127.0.0.1:PORT; any other value is passed to spoold's\n"
+      "                      --store as it is (default: SQLite in each spoold's directory)\n"
       "  --threads LIST      wrk threads (default 2)\n"
       "  --plot TARGET       also DIR/http-concurrency.png: req/s against concurrency (log x);\n"
       "                      with more than two servers, http-models-MODE.png per mode too\n"
@@ -449,7 +495,7 @@ const experiment& http_experiment() {
       "--max-connections 20000 (nginx: worker_connections\n"
       "20000): the forking model then forks up to one process per connection.",
       {"--concurrency", "--connection", "--duration", "--servers", "--models", "--spoold", "--root",
-       "--file"},
+       "--file", "--store"},
       run};
   return e;
 }

@@ -21,7 +21,7 @@ void print_run_head(const std::string& head, const std::vector<server_kind>& ser
   std::string line = head + "; servers:";
   for (const server_kind& k : servers) line += " " + k.name;
   if (served.expected.page) {
-    std::printf("%s\n# serving:  %s, spoold's guestbook page (a SQLite store visit per request)\n",
+    std::printf("%s\n# serving:  %s, spoold's guestbook page (a store visit per request)\n",
                 line.c_str(), served.url_path.c_str());
   } else {
     std::printf("%s\n# serving:  %s%s (%zu bytes)\n", line.c_str(), served.root.c_str(),

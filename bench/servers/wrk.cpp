@@ -154,6 +154,7 @@ wrk_result run_wrk(const wrk_settings& s) {
                                 std::to_string(s.seconds) + "s",
                                 "--latency"};
   if (s.close_connections) argv.insert(argv.end(), {"-H", "Connection: close"});
+  if (!s.script.empty()) argv.insert(argv.end(), {"-s", s.script});
   argv.push_back(s.url);
 
   std::string command;

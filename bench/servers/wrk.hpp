@@ -17,6 +17,7 @@ struct wrk_settings {
   unsigned connections = 10;       // -c
   unsigned seconds = 10;           // -d; wrk takes whole seconds
   bool close_connections = false;  // -H "Connection: close": one request per connection
+  std::string script;              // -s: a Lua script that makes the requests ("" for none)
   // wrk still running this long after its -d is killed (with everything it started), so that a
   // wedged load cannot hang a run.
   unsigned slack_seconds = 30;

@@ -25,11 +25,21 @@ http::response method_not_allowed(std::string_view allow) {
   return resp;
 }
 
-http::response store_down(metrics& counters, const store::unavailable& e) {
+// The 503 for a store call that failed; the page says what is known of the request's fate.
+http::response store_failed(metrics& counters, const store::unavailable& e, std::string_view node,
+                            bool post_had_key = false) {
   counters.store_error();
+  store_trouble trouble;
+  trouble.node = node;
+  trouble.post_had_key = post_had_key;
+  if (dynamic_cast<const store::outcome_unknown*>(&e) != nullptr) {
+    trouble.what = store_trouble::kind::outcome_unknown;
+  } else if (dynamic_cast<const store::no_primary*>(&e) != nullptr) {
+    trouble.what = store_trouble::kind::no_primary;
+  }
   http::response resp;
   resp.status = 503;
-  resp.body = render_store_down_page(e.what());
+  resp.body = render_store_down_page(e.what(), trouble);
   resp.add_header("Content-Type", "text/html; charset=utf-8");
   resp.add_header("Retry-After", "1");
   resp.add_header("Cache-Control", "no-store");
@@ -38,22 +48,115 @@ http::response store_down(metrics& counters, const store::unavailable& e) {
 
 }  // namespace
 
-app::app(static_files& files, store::store& store, metrics& counters, spool::pool& pool)
-    : files_(files), store_(store), metrics_(counters), pool_(pool) {}
+app::app(static_files& files, store::store& store, metrics& counters, spool::pool& pool,
+         std::string node_name)
+    : files_(files),
+      store_(store),
+      metrics_(counters),
+      pool_(pool),
+      node_(std::move(node_name)),
+      draining_(make_shared_mapping<std::atomic<bool>>("mmap (draining flag)")) {}
+
+void app::start_draining() noexcept { draining_->store(true, std::memory_order_relaxed); }
+
+bool app::draining() const noexcept { return draining_->load(std::memory_order_relaxed); }
 
 handled app::handle(const http::request& r) {
   handled out = route(r);
-  if (r.verb == http::method::head) {
-    // Whatever the route answered (errors and redirects included), a HEAD gets no body.
-    out.response.head_only = true;
-    if (out.blocking) {
-      out.blocking = [job = std::move(out.blocking)]() {
-        http::response resp = job();
-        resp.head_only = true;
-        return resp;
-      };
-    }
+  const bool head = r.verb == http::method::head;
+  // Whatever the route answered (errors and redirects included), a HEAD gets no body, and
+  // every answer names the node.
+  const auto finish = [head, node = std::string_view(node_)](http::response& resp) {
+    if (head) resp.head_only = true;
+    if (!node.empty()) resp.add_header("Spoold-Node", node);
+  };
+  finish(out.response);
+  if (out.blocking && (head || !node_.empty())) {
+    out.blocking = [job = std::move(out.blocking), finish]() {
+      http::response resp = job();
+      finish(resp);
+      return resp;
+    };
   }
+  return out;
+}
+
+handled app::guestbook(const http::request& r) {
+  handled out;
+  const bool head = r.verb == http::method::head;
+  if (is_get_or_head(r.verb)) {
+    out.blocking = [&st = store_, &counters = metrics_, node = std::string_view(node_), head]() {
+      try {
+        guestbook_limits lim;
+        const std::string key = new_post_key();
+        http::response resp =
+            text(200, render_guestbook_page(st.visit(lim.max_entries_shown), {}, lim, {node, key}),
+                 "text/html; charset=utf-8");
+        resp.head_only = head;
+        return resp;
+      } catch (const store::unavailable& e) {
+        http::response resp = store_failed(counters, e, node);
+        resp.head_only = head;
+        return resp;
+      }
+    };
+    return out;
+  }
+  if (r.verb != http::method::post) {
+    out.response = method_not_allowed("GET, HEAD, POST");
+    return out;
+  }
+  const http::header* type = r.find("Content-Type");
+  guestbook_post post;
+  guestbook_limits lim;
+  form_error err =
+      parse_guestbook_form(type ? type->value : std::string_view{}, r.body, lim, post);
+  if (err != form_error::none) {
+    out.response = http::error_response(err == form_error::not_a_form ? 415 : 400,
+                                        describe(err));
+    return out;
+  }
+  out.blocking = [&st = store_, &counters = metrics_, node = std::string_view(node_),
+                  p = std::move(post)]() {
+    try {
+      // A replay is answered as a new post is: the entry is there (once), and durable.
+      if (st.add_entry(p.entry, p.key) == store::added::replayed) counters.post_replayed();
+      http::response resp;
+      resp.status = 303;
+      resp.add_header("Location", "/guestbook");
+      resp.add_header("Cache-Control", "no-store");
+      return resp;
+    } catch (const store::unavailable& ex) {
+      return store_failed(counters, ex, node, !p.key.empty());
+    }
+  };
+  return out;
+}
+
+handled app::healthz(bool head) {
+  handled out;
+  if (draining()) {
+    // Answered at once: the balancer needs to see this, whatever the store does.
+    std::string body = "draining\n";
+    if (!node_.empty()) body += "node: " + node_ + "\n";
+    out.response = text(503, std::move(body), "text/plain; charset=utf-8");
+    out.response.head_only = head;
+    return out;
+  }
+  // check() is a round trip to the store: it runs on the pool like every store call.
+  out.blocking = [&st = store_, node = std::string_view(node_), head]() {
+    const store::health h = st.check();
+    // The server is healthy while it answers; static files do not need the store. The body
+    // says whether the guestbook's store is reachable, and where it is or why not.
+    std::string body = "ok\nstore: ";
+    body += h.up ? "up" : "down";
+    if (!h.detail.empty()) body += " (" + h.detail + ")";
+    body += "\n";
+    if (!node.empty()) body += "node: " + std::string(node) + "\n";
+    http::response resp = text(200, std::move(body), "text/plain; charset=utf-8");
+    resp.head_only = head;
+    return resp;
+  };
   return out;
 }
 
@@ -62,70 +165,14 @@ handled app::route(const http::request& r) {
   const bool head = r.verb == http::method::head;
   const std::string_view path = r.path;
 
-  if (path == "/guestbook") {
-    if (is_get_or_head(r.verb)) {
-      out.blocking = [&st = store_, &counters = metrics_, head]() {
-        try {
-          guestbook_limits lim;
-          http::response resp = text(200, render_guestbook_page(st.visit(lim.max_entries_shown)),
-                                     "text/html; charset=utf-8");
-          resp.head_only = head;
-          return resp;
-        } catch (const store::unavailable& e) {
-          http::response resp = store_down(counters, e);
-          resp.head_only = head;
-          return resp;
-        }
-      };
-      return out;
-    }
-    if (r.verb != http::method::post) {
-      out.response = method_not_allowed("GET, HEAD, POST");
-      return out;
-    }
-    const http::header* type = r.find("Content-Type");
-    store::entry entry;
-    guestbook_limits lim;
-    form_error err = parse_guestbook_form(type ? type->value : std::string_view{}, r.body, lim,
-                                          entry);
-    if (err != form_error::none) {
-      out.response = http::error_response(err == form_error::not_a_form ? 415 : 400,
-                                          describe(err));
-      return out;
-    }
-    out.blocking = [&st = store_, &counters = metrics_, e = std::move(entry)]() {
-      try {
-        st.add_entry(e);
-        http::response resp;
-        resp.status = 303;
-        resp.add_header("Location", "/guestbook");
-        resp.add_header("Cache-Control", "no-store");
-        return resp;
-      } catch (const store::unavailable& ex) {
-        return store_down(counters, ex);
-      }
-    };
-    return out;
-  }
+  if (path == "/guestbook") return guestbook(r);
 
   if (path == "/metrics" || path == "/api/stats" || path == "/healthz") {
     if (!is_get_or_head(r.verb)) {
       out.response = method_not_allowed("GET, HEAD");
       return out;
     }
-    if (path == "/healthz") {
-      // ping() is a round trip to the store: it runs on the pool like every store call.
-      out.blocking = [&st = store_, head]() {
-        bool up = st.ping();
-        // The server is healthy while it answers; static files do not need the store. The
-        // body says whether the guestbook's store is reachable.
-        http::response resp = text(200, up ? "ok\nstore: up\n" : "ok\nstore: down\n",
-                                   "text/plain; charset=utf-8");
-        resp.head_only = head;
-        return resp;
-      };
-      return out;
-    }
+    if (path == "/healthz") return healthz(head);
     const spool::stats pool_stats = pool_.statistics();
     out.response = path == "/metrics"
                        ? text(200, metrics_.prometheus(pool_stats),

@@ -3,6 +3,7 @@
 // routes, limits and answers are the same whatever the architecture.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "app/static_files.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
+#include "shared_mapping.hpp"
 #include "store/store.hpp"
 
 namespace spoold {
@@ -28,26 +30,41 @@ struct handled {
 
 class app {
  public:
-  app(static_files& files, store::store& store, metrics& counters, spool::pool& pool);
+  // `node_name` ("" for none) names this server in a fleet: every answer the app makes carries
+  // it in a Spoold-Node header, and the guestbook's pages show it.
+  app(static_files& files, store::store& store, metrics& counters, spool::pool& pool,
+      std::string node_name = {});
+
+  // From now on /healthz answers 503 "draining", so that a load balancer's health check takes
+  // this server out of rotation, while every other route is served as before. Seen by every
+  // process of a forking model, forked before or after (the flag is in shared memory).
+  void start_draining() noexcept;
+  [[nodiscard]] bool draining() const noexcept;
 
   // Never blocks. Routes:
-  //   GET|HEAD /healthz      200 "ok\n" (store state in the body: "store: up|down")
+  //   GET|HEAD /healthz      200 "ok\n" (store state in the body: "store: up (...)" or
+  //                          "store: down (why)"); 503 "draining\n" after start_draining()
   //   GET|HEAD /metrics      Prometheus text
   //   GET|HEAD /api/stats    JSON for the dashboard
   //   GET|HEAD /guestbook    blocking: visit() -> page (503 if the store is unavailable)
   //   POST /guestbook        blocking: add_entry() -> 303 to /guestbook (400 for empty or
-  //                          too long fields, 415 for a body that is not a form, 503 if down)
+  //                          too long fields or a bad post key, 415 for a body that is not a
+  //                          form, 503 if down or if the post's outcome is unknown)
   //   other methods on these routes: 405 with Allow
   //   GET|HEAD anything else: static files; other methods: 405 with "Allow: GET, HEAD"
   handled handle(const http::request& r);
 
  private:
   handled route(const http::request& r);
+  handled guestbook(const http::request& r);
+  handled healthz(bool head);
 
   static_files& files_;
   store::store& store_;
   metrics& metrics_;
   spool::pool& pool_;
+  std::string node_;
+  shared_mapping<std::atomic<bool>> draining_;
 };
 
 }  // namespace spoold

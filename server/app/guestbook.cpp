@@ -1,9 +1,14 @@
 #include "app/guestbook.hpp"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "http/form.hpp"
 
@@ -149,8 +154,13 @@ void append_entry(std::string& out, const store::entry& e) {
   out += "</p></li>\n";
 }
 
-void append_form(std::string& out, const guestbook_limits& limits) {
+void append_form(std::string& out, const guestbook_limits& limits, std::string_view post_key) {
   out += "<form id=\"guestbook-form\" method=\"post\" action=\"/guestbook\">\n";
+  if (!post_key.empty()) {
+    out += "<input type=\"hidden\" name=\"post-key\" id=\"post-key\" value=\"";
+    out += http::html_escape(post_key);
+    out += "\">\n";
+  }
   out += "<p><label for=\"guest-name\">Your name</label>\n";
   out += "<input type=\"text\" name=\"guest-name\" id=\"guest-name\" maxlength=\"" +
          std::to_string(limits.max_name) + "\" required autocomplete=\"name\"></p>\n";
@@ -162,7 +172,53 @@ void append_form(std::string& out, const guestbook_limits& limits) {
   out += "</form>\n";
 }
 
+// "served by" at the foot of a page, when the server has a node name.
+void append_foot(std::string& out, std::string_view node) {
+  if (node.empty()) return;
+  out += "<footer>served by <span id=\"node-name\">";
+  out += http::html_escape(node);
+  out += "</span></footer>\n";
+}
+
+bool is_post_key_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+bool valid_post_key(std::string_view key) noexcept {
+  if (key.size() > max_post_key) return false;
+  for (char c : key) {
+    if (!is_post_key_char(c)) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string new_post_key() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      break;  // no getrandom (ENOSYS): std::random_device below
+    }
+  }
+  if (got < sizeof bytes) {
+    std::random_device device;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(device());
+  }
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string key;
+  key.reserve(2 * sizeof bytes);
+  for (unsigned char b : bytes) {
+    key += hex[b >> 4];
+    key += hex[b & 15];
+  }
+  return key;
+}
 
 std::string_view describe(form_error e) noexcept {
   switch (e) {
@@ -181,21 +237,26 @@ std::string_view describe(form_error e) noexcept {
     case form_error::bad_characters:
       return "The form contains characters that are not allowed (control characters or "
              "invalid UTF-8).";
+    case form_error::bad_post_key:
+      return "The form's post key is malformed (at most 64 letters, digits, '-' or '_'). "
+             "Reload the guestbook and post again.";
   }
   return "Unknown form error.";
 }
 
 form_error parse_guestbook_form(std::string_view content_type, std::string_view body,
-                                const guestbook_limits& limits, store::entry& out) {
+                                const guestbook_limits& limits, guestbook_post& out) {
   if (!is_form_type(content_type)) return form_error::not_a_form;
   const auto fields = http::parse_form(body);
   if (!fields) return form_error::bad_characters;  // a malformed %XX escape
 
   std::optional<std::string_view> name_field;
   std::optional<std::string_view> remarks_field;
+  std::optional<std::string_view> key_field;
   for (const auto& [key, value] : *fields) {
     if (key == "guest-name" && !name_field) name_field = value;
     if (key == "guest-remarks" && !remarks_field) remarks_field = value;
+    if (key == "post-key" && !key_field) key_field = value;
   }
 
   const std::string_view name = trim(name_field.value_or(""));
@@ -208,13 +269,25 @@ form_error parse_guestbook_form(std::string_view content_type, std::string_view 
   if (remarks.size() > limits.max_remarks) return form_error::remarks_too_long;
   if (!clean_remarks(remarks)) return form_error::bad_characters;
 
-  out.name = std::string(name);
-  out.remarks = remarks;
+  const std::string_view post_key = key_field.value_or("");
+  if (!valid_post_key(post_key)) return form_error::bad_post_key;
+
+  out.entry.name = std::string(name);
+  out.entry.remarks = remarks;
+  out.key = std::string(post_key);
   return form_error::none;
 }
 
+form_error parse_guestbook_form(std::string_view content_type, std::string_view body,
+                                const guestbook_limits& limits, store::entry& out) {
+  guestbook_post post;
+  const form_error e = parse_guestbook_form(content_type, body, limits, post);
+  if (e == form_error::none) out = std::move(post.entry);
+  return e;
+}
+
 std::string render_guestbook_page(const store::page& p, std::string_view notice,
-                                  const guestbook_limits& limits) {
+                                  const guestbook_limits& limits, const page_extras& extras) {
   std::string out;
   out.reserve(2048 + p.entries.size() * 256);
   append_head(out, "Guestbook");
@@ -225,7 +298,7 @@ std::string render_guestbook_page(const store::page& p, std::string_view notice,
   if (!notice.empty()) {
     out += "<p id=\"notice\" role=\"alert\">" + http::html_escape(notice) + "</p>\n";
   }
-  append_form(out, limits);
+  append_form(out, limits, extras.post_key);
   out += "<h2>Entries</h2>\n";
   out += "<p id=\"entry-total\">" + std::to_string(p.total_entries) +
          (p.total_entries == 1 ? " entry" : " entries");
@@ -237,20 +310,43 @@ std::string render_guestbook_page(const store::page& p, std::string_view notice,
       p.total_entries >= p.entries.size() ? p.total_entries - p.entries.size() + 1 : 1;
   out += ".</p>\n<ol id=\"entries\" start=\"" + std::to_string(first) + "\">\n";
   for (const store::entry& e : p.entries) append_entry(out, e);
-  out += "</ol>\n</main>\n</body>\n</html>\n";
+  out += "</ol>\n</main>\n";
+  append_foot(out, extras.node);
+  out += "</body>\n</html>\n";
   return out;
 }
 
-std::string render_store_down_page(std::string_view detail) {
+std::string render_store_down_page(std::string_view detail, const store_trouble& trouble) {
   std::string out;
   append_head(out, "Guestbook unavailable");
   append_nav(out);
   out += "<main>\n<h1>503 Service Unavailable</h1>\n";
-  out +=
-      "<p>The guestbook store is unavailable right now. Please try again in a few "
-      "seconds.</p>\n";
+  switch (trouble.what) {
+    case store_trouble::kind::unavailable:
+      out +=
+          "<p>The guestbook store is unavailable right now. Please try again in a few "
+          "seconds.</p>\n";
+      break;
+    case store_trouble::kind::no_primary:
+      out +=
+          "<p>The guestbook store has no primary right now (a failover may be under way), "
+          "so nothing was read or stored. Please try again in a few seconds.</p>\n";
+      break;
+    case store_trouble::kind::outcome_unknown:
+      out += "<p id=\"outcome\">Your entry <strong>may or may not have been stored</strong>: "
+             "it reached the store, but the confirmation that it is safely kept did not come "
+             "in time.</p>\n";
+      out += trouble.post_had_key
+                 ? "<p>Sending the form again is safe: the guestbook recognises a post it "
+                   "already has and will not store it twice.</p>\n"
+                 : "<p>Please look at the guestbook before you post it again, or it may appear "
+                   "twice.</p>\n";
+      break;
+  }
   if (!detail.empty()) out += "<p id=\"detail\">" + http::html_escape(detail) + "</p>\n";
-  out += "</main>\n</body>\n</html>\n";
+  out += "</main>\n";
+  append_foot(out, trouble.node);
+  out += "</body>\n</html>\n";
   return out;
 }
 

@@ -30,6 +30,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> closed{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> post_replays{0};
 };
 
 void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -109,9 +110,10 @@ void append_u64(std::string& out, std::uint64_t v) {
   out.append(buf, static_cast<std::size_t>(n));
 }
 
-// One metric family with a single sample: "# HELP", "# TYPE", "name value".
-void family(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-            std::uint64_t value) {
+// One metric family with a single sample: "# HELP", "# TYPE", "name{labels} value" (`labels`
+// is "" or a label set with its braces).
+void family(std::string& out, std::string_view name, std::string_view type,
+            std::string_view labels, std::string_view help, std::uint64_t value) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -122,6 +124,7 @@ void family(std::string& out, std::string_view name, std::string_view type, std:
   out += type;
   out += '\n';
   out += name;
+  out += labels;
   out += ' ';
   append_u64(out, value);
   out += '\n';
@@ -140,6 +143,8 @@ struct metrics::impl {
   std::uint64_t id = next_metrics_id.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<shard_registry> registry = std::make_shared<shard_registry>();
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::string node;         // --node-name, "" for none
+  std::string node_labels;  // {node="NAME"} or ""
   // share_across_processes(): the one shard every thread of every process counts into, in a
   // MAP_SHARED mapping that forked children inherit. Its atomics are lock-free, so they work
   // across processes. Set once, before any fork or count; never unset until destruction.
@@ -181,6 +186,12 @@ void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
+void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
+
+void metrics::set_node_name(std::string name) {
+  impl_->node_labels = name.empty() ? std::string() : "{node=\"" + name + "\"}";
+  impl_->node = std::move(name);
+}
 
 void metrics::share_across_processes() {
   if (impl_->shared) return;
@@ -203,6 +214,7 @@ metrics_snapshot metrics::snapshot() const {
     closed += load(s.closed);
     out.connections_refused += load(s.refused);
     out.store_errors += load(s.store_errors);
+    out.post_replays += load(s.post_replays);
   });
   out.connections_accepted = opened;
   // The shards are read one after another, so a close may be seen without its open.
@@ -224,6 +236,7 @@ std::string metrics::prometheus(const spool::stats& pool) const {
     for (std::size_t i = 0; i < codes.size(); ++i) codes[i] += load(s.by_code[i]);
   });
   metrics_snapshot snap = snapshot();
+  const std::string& labels = impl_->node_labels;
 
   std::string out;
   out.reserve(4096);
@@ -233,41 +246,52 @@ std::string metrics::prometheus(const spool::stats& pool) const {
     if (codes[i] == 0) continue;
     out += "spoold_requests_total{code=\"";
     append_u64(out, i + first_code);
-    out += "\"} ";
+    out += '"';
+    if (!impl_->node.empty()) out += ",node=\"" + impl_->node + '"';
+    out += "} ";
     append_u64(out, codes[i]);
     out += '\n';
   }
   auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->started);
   char buf[64];
-  int n = std::snprintf(buf, sizeof buf, "spoold_uptime_seconds %.3f\n", uptime.count());
+  int n = std::snprintf(buf, sizeof buf, "spoold_uptime_seconds%s %.3f\n",
+                        impl_->node_labels.c_str(), uptime.count());
   out += "# HELP spoold_uptime_seconds Seconds since the server started.\n";
   out += "# TYPE spoold_uptime_seconds gauge\n";
   out.append(buf, static_cast<std::size_t>(n));
-  family(out, "spoold_response_bytes_total", "counter", "Response bytes sent (head and body).",
-         snap.bytes_sent);
-  family(out, "spoold_connections_open", "gauge", "Client connections open now.",
+  family(out, "spoold_response_bytes_total", "counter", labels,
+         "Response bytes sent (head and body).", snap.bytes_sent);
+  family(out, "spoold_connections_open", "gauge", labels, "Client connections open now.",
          snap.connections_open);
-  family(out, "spoold_connections_accepted_total", "counter", "Client connections accepted.",
-         snap.connections_accepted);
-  family(out, "spoold_connections_refused_total", "counter",
+  family(out, "spoold_connections_accepted_total", "counter", labels,
+         "Client connections accepted.", snap.connections_accepted);
+  family(out, "spoold_connections_refused_total", "counter", labels,
          "Connections turned away with 503 past --max-connections.", snap.connections_refused);
-  family(out, "spoold_store_errors_total", "counter", "Guestbook store calls that failed.",
+  family(out, "spoold_store_errors_total", "counter", labels, "Guestbook store calls that failed.",
          snap.store_errors);
-  family(out, "spool_threads_live", "gauge", "Worker threads of the pool.", pool.threads_live);
-  family(out, "spool_threads_busy", "gauge", "Workers running a task now.", pool.threads_busy);
-  family(out, "spool_queue_depth", "gauge", "Tasks waiting in the pool's queues.", pool.queued);
-  family(out, "spool_tasks_submitted_total", "counter", "Tasks the pool accepted.", pool.submitted);
-  family(out, "spool_tasks_completed_total", "counter", "Tasks that ran and returned.",
+  family(out, "spoold_guestbook_replays_total", "counter", labels,
+         "Guestbook posts whose key was already stored (answered, not stored again).",
+         snap.post_replays);
+  family(out, "spool_threads_live", "gauge", labels, "Worker threads of the pool.",
+         pool.threads_live);
+  family(out, "spool_threads_busy", "gauge", labels, "Workers running a task now.",
+         pool.threads_busy);
+  family(out, "spool_queue_depth", "gauge", labels, "Tasks waiting in the pool's queues.",
+         pool.queued);
+  family(out, "spool_tasks_submitted_total", "counter", labels, "Tasks the pool accepted.",
+         pool.submitted);
+  family(out, "spool_tasks_completed_total", "counter", labels, "Tasks that ran and returned.",
          pool.completed);
-  family(out, "spool_tasks_failed_total", "counter", "Tasks that ran and threw.", pool.failed);
-  family(out, "spool_tasks_rejected_total", "counter", "Submissions the pool refused.",
+  family(out, "spool_tasks_failed_total", "counter", labels, "Tasks that ran and threw.",
+         pool.failed);
+  family(out, "spool_tasks_rejected_total", "counter", labels, "Submissions the pool refused.",
          pool.rejected);
-  family(out, "spool_tasks_stolen_total", "counter", "Tasks taken from another worker's deque.",
-         pool.stolen);
-  family(out, "spool_threads_started_total", "counter", "Worker threads started.",
+  family(out, "spool_tasks_stolen_total", "counter", labels,
+         "Tasks taken from another worker's deque.", pool.stolen);
+  family(out, "spool_threads_started_total", "counter", labels, "Worker threads started.",
          pool.threads_started);
-  family(out, "spool_threads_retired_total", "counter", "Worker threads retired while idle.",
-         pool.threads_retired);
+  family(out, "spool_threads_retired_total", "counter", labels,
+         "Worker threads retired while idle.", pool.threads_retired);
   return out;
 }
 
@@ -300,6 +324,9 @@ std::string metrics::json(const spool::stats& pool) const {
   json_field(out, "connections_refused", snap.connections_refused);
   out += ',';
   json_field(out, "store_errors", snap.store_errors);
+  out += ',';
+  json_field(out, "guestbook_replays", snap.post_replays);
+  if (!impl_->node.empty()) out += ",\"node\":\"" + impl_->node + '"';
   out += ",\"pool\":{";
   const std::pair<std::string_view, std::uint64_t> fields[] = {
       {"threads_live", pool.threads_live},

@@ -17,6 +17,7 @@ struct metrics_snapshot {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_refused = 0;  // turned away with 503 past --max-connections
   std::uint64_t store_errors = 0;
+  std::uint64_t post_replays = 0;  // guestbook posts whose key was already stored
 };
 
 class metrics {
@@ -31,6 +32,13 @@ class metrics {
   void connection_closed() noexcept;
   void connection_refused() noexcept;
   void store_error() noexcept;
+  void post_replayed() noexcept;
+
+  // The node's name (--node-name): a node="NAME" label on every Prometheus sample and a "node"
+  // field in the JSON. Set before serving; "" (the default) leaves both out. The name must be
+  // safe in a label and a JSON string unescaped (options.cpp allows letters, digits, '-', '_'
+  // and '.').
+  void set_node_name(std::string name);
 
   // From now on every process forked from this one counts into one set of counters in shared
   // memory, so that /metrics in any of them reports the whole server (the forking and
@@ -45,7 +53,8 @@ class metrics {
 
   // Prometheus text exposition (version 0.0.4): spoold_requests_total{code="200"},
   // spoold_response_bytes_total, spoold_connections_open, spoold_connections_accepted_total,
-  // spoold_connections_refused_total, spoold_store_errors_total, and the pool's
+  // spoold_connections_refused_total, spoold_store_errors_total,
+  // spoold_guestbook_replays_total, and the pool's
   // spool_threads_live, spool_threads_busy, spool_queue_depth, spool_tasks_completed_total,
   // spool_tasks_stolen_total, spool_tasks_rejected_total (+ submitted, failed).
   [[nodiscard]] std::string prometheus(const spool::stats& pool) const;

@@ -1,6 +1,8 @@
 // The dashboard: polls /api/stats once a second and draws the last minute as SVG polylines.
 // No libraries; works offline. A failed poll marks the page "disconnected" and the next poll
-// is still scheduled, so the page recovers by itself when the server comes back.
+// is still scheduled, so the page recovers by itself when the server comes back. Behind a load
+// balancer the answers may come from another node (the one the page stuck to went down): the
+// page shows which node answers (--node-name), and starts its charts afresh when it changes.
 'use strict';
 
 (function () {
@@ -76,12 +78,22 @@
     if (scale) scale.textContent = 'max ' + formatNumber(top);
   }
 
+  function showNode(node) {
+    const el = byId('node');
+    if (!el) return;
+    el.hidden = !node;
+    el.textContent = node ? 'node ' + node : '';
+  }
+
   function accept(stats) {
     const pool = stats.pool || {};
     let rate = null;
+    const sameNode = !previous || previous.node === stats.node;
+    if (!sameNode) history.length = 0;  // another node's figures do not continue these
+    showNode(stats.node);
     // A restarted server (uptime or totals going backwards) starts the rate afresh.
-    if (previous && stats.time_ms > previous.time_ms && stats.requests >= previous.requests &&
-        stats.uptime_s >= previous.uptime_s) {
+    if (previous && sameNode && stats.time_ms > previous.time_ms &&
+        stats.requests >= previous.requests && stats.uptime_s >= previous.uptime_s) {
       rate = ((stats.requests - previous.requests) * 1000) / (stats.time_ms - previous.time_ms);
     }
     previous = stats;

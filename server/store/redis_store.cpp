@@ -1,11 +1,28 @@
 // The guestbook in Redis, with ZeroHTTPd's keys so that both servers can share one database:
 //
-//   guestbook_remarks  a list, one element per entry (RPUSH), oldest first
-//   visitor_count      a counter (INCR)
+//   guestbook_remarks    a list, one element per entry (RPUSH), oldest first
+//   visitor_count        a counter (INCR)
+//   guestbook_post_keys  a hash: one field per post key stored, so a replayed post is known
+//   guestbook_replays    a counter of replayed posts (see add_script for why it exists)
 //
 // An element is name + "\n" + remarks. Names never contain a newline (the form refuses control
 // characters in names), so the first newline splits them; ZeroHTTPd stores the remarks alone,
 // and an element without a newline reads as remarks with an empty name.
+//
+// Where the server is. With redis:// it is one address. With redis-sentinel:// it is the
+// primary the Sentinels name (sentinel.hpp), asked afresh for every new connection and checked
+// with ROLE once connected, so a connection never goes to a replica. A connection is dropped,
+// and its thread asks again, after a connection error, after a READONLY reply (the instance was
+// demoted under it; nothing was written, so that one command is sent again to the new primary),
+// and once the Sentinels announce +switch-master. Only writes on the primary are acknowledged.
+//
+// Durability of a post. With appendfsync always the primary writes its AOF and fsyncs it
+// before it replies, so an acknowledged entry survives a crash of the primary. A failover,
+// though, promotes a replica that may not have it yet, and the old primary then rejoins as a
+// replica of the new one and discards what the new one lacks. With `replicas` K > 0 each post
+// is therefore followed by WAIT K: it is acknowledged only once K replicas hold it, and if they
+// do not confirm it within replica_timeout the call throws outcome_unknown (it is on the
+// primary, and may or may not survive a failover). The post key makes a retry safe either way.
 //
 // Failure handling. Every thread has its own connection with a connect timeout and a command
 // timeout, so a dead or stalled server costs a call at most one timeout, never a hang. On any
@@ -21,25 +38,31 @@
 //  - once any thread fails, every connection made before that failure is suspect (a restarted
 //    Redis has closed them all): each thread drops its own and connects afresh on its next
 //    call, instead of failing one request on the dead connection first. No command is ever
-//    sent twice: a call that failed is not retried.
-// The two times this rests on live in a page of shared memory, so the processes of the forking
+//    sent twice, but for one refused with READONLY, which did nothing.
+//  - once the primary moves (+switch-master, or a READONLY), every connection made before is
+//    dropped and every backoff ends: the next call of each thread goes to the new primary.
+// The times this rests on live in a page of shared memory, so the processes of the forking
 // models (forked after the store is opened) share them as the threads of one process do.
 #include <hiredis/hiredis.h>
-#include <sys/time.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <type_traits>
+#include <utility>
 
 #include "shared_mapping.hpp"
+#include "store/redis_handles.hpp"
+#include "store/sentinel.hpp"
 #include "store/store.hpp"
 #include "store/thread_connections.hpp"
 
@@ -51,27 +74,21 @@ using std::chrono::milliseconds;
 
 constexpr std::string_view remarks_key = "guestbook_remarks";
 constexpr std::string_view counter_key = "visitor_count";
+constexpr std::string_view post_keys_key = "guestbook_post_keys";
+constexpr std::string_view replays_key = "guestbook_replays";
 
-struct context_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using context_handle = std::unique_ptr<redisContext, context_deleter>;
-
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_handle = std::unique_ptr<redisReply, reply_deleter>;
-
-timeval to_timeval(milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-std::string reply_text(const redisReply& r) {
-  return std::string(r.str != nullptr ? r.str : "", r.str != nullptr ? r.len : 0);
-}
+// Adds one entry, atomically with its post key (KEYS: remarks, post keys, replays; ARGV:
+// element, post key or ""). Returns 1 when stored, 0 for a replay. A replay still writes (the
+// counter): WAIT counts the replicas that have everything this connection wrote, and without a
+// write of its own a replay would be confirmed even while the original post, made on another
+// connection, has not reached them yet.
+constexpr std::string_view add_script =
+    "if ARGV[2] ~= '' and redis.call('HSETNX', KEYS[2], ARGV[2], '1') == 0 then\n"
+    "  redis.call('INCR', KEYS[3])\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('RPUSH', KEYS[1], ARGV[1])\n"
+    "return 1\n";
 
 entry decode(const redisReply& r) {
   const std::string element = reply_text(r);
@@ -80,21 +97,37 @@ entry decode(const redisReply& r) {
   return entry{element.substr(0, newline), element.substr(newline + 1)};
 }
 
+bool is_readonly(const redisReply& r) {
+  return r.type == REDIS_REPLY_ERROR && reply_text(r).starts_with("READONLY");
+}
+
+// What a failure means for the caller; chooses the exception thrown.
+enum class failure { unavailable, no_primary, outcome_unknown };
+
+// The instance answered READONLY: it is a replica now. Thrown and caught inside a call.
+struct demoted {
+  std::string what;
+};
+
 // One thread's connection (absent while down) and its backoff state.
 struct redis_slot final : thread_connection {
   context_handle context;
+  redis_endpoint at;  // where `context` is connected
   milliseconds backoff{0};  // 0: the last attempt succeeded
   steady::time_point retry_at{};
   steady::time_point failed_at{};
   steady::time_point connected_at{};
   std::string last_error;
+  failure last_failure = failure::unavailable;
 };
 
-// When a thread of the store last connected, and last failed (steady_clock ticks, which are
-// the same in every process of one boot); see connected_since() and failed_since().
+// When a thread of the store last connected, last failed, and last learned that the primary
+// moved (steady_clock ticks, which are the same in every process of one boot); see
+// connected_since(), failed_since() and moved_since().
 struct shared_times {
   std::atomic<steady::rep> last_connected{std::numeric_limits<steady::rep>::min()};
   std::atomic<steady::rep> last_failed{std::numeric_limits<steady::rep>::min()};
+  std::atomic<steady::rep> last_moved{std::numeric_limits<steady::rep>::min()};
 };
 static_assert(std::atomic<steady::rep>::is_always_lock_free,
               "times shared across processes need address-free atomics");
@@ -103,66 +136,110 @@ class redis_store final : public store {
  public:
   explicit redis_store(redis_options options)
       : options_(std::move(options)),
+        fixed_{options_.host, options_.port},
+        replicas_text_(std::to_string(options_.replicas)),
+        replica_timeout_text_(std::to_string(options_.replica_timeout.count())),
         shared_(make_shared_mapping<shared_times>("mmap (redis store)")) {
-    const bool ipv6 = options_.host.find(':') != std::string::npos;
-    name_ = "redis://" + (ipv6 ? "[" + options_.host + "]" : options_.host) + ":" +
-            std::to_string(options_.port);
+    // WAIT blocks for up to replica_timeout: the round trip's timeout must outlast it.
+    command_timeout_ = options_.command_timeout +
+                       (options_.replicas > 0 ? options_.replica_timeout : milliseconds{0});
+    if (options_.sentinels.empty()) {
+      name_ = "redis://" + fixed_.text();
+      return;
+    }
+    sentinel_ = std::make_unique<sentinel_client>(options_.sentinels, options_.master_name,
+                                                  options_.connect_timeout);
+    name_ = "redis-sentinel://" + sentinel_->describe();
+    sentinel_->watch([this](const redis_endpoint& now) {
+      note(shared_->last_moved, steady::now());
+      std::fprintf(stderr, "spoold: %s: the primary is now %s (+switch-master)\n", name_.c_str(),
+                   now.text().c_str());
+    });
   }
 
-  void add_entry(const entry& e) override {
-    redis_slot& s = slot();
-    redisContext& c = connected(s);
+  using store::add_entry;
+
+  added add_entry(const entry& e, std::string_view post_key) override {
     const std::string element = e.name + "\n" + e.remarks;
-    append(s, c, {"RPUSH", remarks_key, element});
-    expect_type(s, next_reply(s, c), REDIS_REPLY_INTEGER, "RPUSH");
-    s.backoff = milliseconds{0};
+    return on_primary([&](redis_slot& s, redisContext& c) {
+      append(s, c, {"EVAL", add_script, "3", remarks_key, post_keys_key, replays_key, element,
+                    post_key});
+      if (options_.replicas > 0) append(s, c, {"WAIT", replicas_text_, replica_timeout_text_});
+      // A connection the server has closed (it restarted, or dropped its clients in a
+      // failover) would take the command and answer nothing: then it surely stored nothing.
+      if (closed_by_server(c)) fail(s, s.at.text() + ": the server closed the connection");
+      send(s, c);
+
+      // From here on the script may have run: a lost reply leaves the outcome unknown.
+      const reply_handle eval = next(s, c, failure::outcome_unknown);
+      check_not_readonly(s, *eval);
+      if (eval->type == REDIS_REPLY_ERROR) fail(s, "EVAL (add entry): " + reply_text(*eval));
+      if (eval->type != REDIS_REPLY_INTEGER) {
+        fail(s, "EVAL (add entry): " + describe_reply(*eval), failure::outcome_unknown);
+      }
+      const added result = eval->integer == 1 ? added::stored : added::replayed;
+      if (options_.replicas == 0) return result;
+
+      const reply_handle wait = next(s, c, failure::outcome_unknown);
+      if (wait->type != REDIS_REPLY_INTEGER) {
+        fail(s, "WAIT: " + describe_reply(*wait), failure::outcome_unknown);
+      }
+      if (wait->integer < static_cast<long long>(options_.replicas)) {
+        throw outcome_unknown(name_ + ": the entry reached the primary " + s.at.text() +
+                              ", but " + std::to_string(wait->integer) + " of " +
+                              replicas_text_ + " replicas confirmed it within " +
+                              replica_timeout_text_ + " ms");
+      }
+      return result;
+    });
   }
 
   page visit(std::size_t max_entries) override {
-    redis_slot& s = slot();
-    redisContext& c = connected(s);
-    // One round trip, and one atomic snapshot: total_entries matches the entries read.
-    const bool want_entries = max_entries > 0;  // "LRANGE key -0 -1" would be the whole list
-    const std::string first = "-" + std::to_string(std::min<std::size_t>(max_entries, INT64_MAX));
-    append(s, c, {"MULTI"});
-    append(s, c, {"INCR", counter_key});
-    append(s, c, {"LLEN", remarks_key});
-    if (want_entries) append(s, c, {"LRANGE", remarks_key, first, "-1"});
-    append(s, c, {"EXEC"});
+    return on_primary([&](redis_slot& s, redisContext& c) {
+      // One round trip, and one atomic snapshot: total_entries matches the entries read.
+      const bool want_entries = max_entries > 0;  // "LRANGE key -0 -1" would be the whole list
+      const std::string first =
+          "-" + std::to_string(std::min<std::size_t>(max_entries, INT64_MAX));
+      append(s, c, {"MULTI"});
+      append(s, c, {"INCR", counter_key});
+      append(s, c, {"LLEN", remarks_key});
+      if (want_entries) append(s, c, {"LRANGE", remarks_key, first, "-1"});
+      append(s, c, {"EXEC"});
 
-    expect_type(s, next_reply(s, c), REDIS_REPLY_STATUS, "MULTI");
-    for (int queued = want_entries ? 3 : 2; queued > 0; --queued) {
-      expect_type(s, next_reply(s, c), REDIS_REPLY_STATUS, "queueing in MULTI");
-    }
-    const reply_handle exec = next_reply(s, c);
-    expect_type(s, exec, REDIS_REPLY_ARRAY, "EXEC");
-    if (exec->elements != (want_entries ? 3u : 2u)) fail(s, "EXEC: unexpected number of replies");
+      expect_type(s, next(s, c), REDIS_REPLY_STATUS, "MULTI");
+      for (int queued = want_entries ? 3 : 2; queued > 0; --queued) {
+        expect_type(s, next(s, c), REDIS_REPLY_STATUS, "queueing in MULTI");
+      }
+      const reply_handle exec = next(s, c);
+      expect_type(s, exec, REDIS_REPLY_ARRAY, "EXEC");
+      if (exec->elements != (want_entries ? 3u : 2u)) fail(s, "EXEC: unexpected number of replies");
 
-    page p;
-    p.visitor_count = integer_result(s, *exec->element[0], "INCR visitor_count");
-    p.total_entries = integer_result(s, *exec->element[1], "LLEN guestbook_remarks");
-    if (want_entries) {
-      const redisReply& list = *exec->element[2];
-      if (list.type != REDIS_REPLY_ARRAY)
-        fail(s, "LRANGE guestbook_remarks: " + describe_reply(list));
-      p.entries.reserve(list.elements);
-      for (std::size_t i = 0; i < list.elements; ++i) p.entries.push_back(decode(*list.element[i]));
-    }
-    s.backoff = milliseconds{0};
-    return p;
+      page p;
+      p.visitor_count = integer_result(s, *exec->element[0], "INCR visitor_count");
+      p.total_entries = integer_result(s, *exec->element[1], "LLEN guestbook_remarks");
+      if (want_entries) {
+        const redisReply& list = *exec->element[2];
+        if (list.type != REDIS_REPLY_ARRAY) {
+          fail(s, "LRANGE guestbook_remarks: " + describe_reply(list));
+        }
+        p.entries.reserve(list.elements);
+        for (std::size_t i = 0; i < list.elements; ++i) {
+          p.entries.push_back(decode(*list.element[i]));
+        }
+      }
+      return p;
+    });
   }
 
-  bool ping() noexcept override {
+  health check() noexcept override {
     try {
-      redis_slot& s = slot();
-      redisContext& c = connected(s);
-      append(s, c, {"PING"});
-      const reply_handle r = next_reply(s, c);
-      expect_type(s, r, REDIS_REPLY_STATUS, "PING");
-      s.backoff = milliseconds{0};
-      return true;
-    } catch (...) {
-      return false;
+      return on_primary([&](redis_slot& s, redisContext& c) {
+        append(s, c, {"PING"});
+        expect_type(s, next(s, c), REDIS_REPLY_STATUS, "PING");
+        return health{true, "primary " + s.at.text()};
+      });
+    } catch (const std::exception& e) {
+      return health{false, e.what()};
     }
   }
 
@@ -173,38 +250,83 @@ class redis_store final : public store {
     return connections_.local<redis_slot>([] { return std::make_unique<redis_slot>(); });
   }
 
+  // Runs f(slot, connection) on the primary. If the instance turns out to be a replica
+  // (READONLY: nothing was done), connects to the primary again and runs f once more.
+  template <class F>
+  std::invoke_result_t<F&, redis_slot&, redisContext&> on_primary(F&& f) {
+    redis_slot& s = slot();
+    for (int attempt = 0;; ++attempt) {
+      redisContext& c = connected(s);
+      try {
+        auto result = f(s, c);
+        s.backoff = milliseconds{0};
+        return result;
+      } catch (const demoted& d) {
+        if (attempt > 0) fail(s, d.what);
+      }
+    }
+  }
+
   // The thread's connection, connecting if it has none and is not backing off.
   redisContext& connected(redis_slot& s) {
     if (s.context) {
-      if (!failed_since(s.connected_at)) return *s.context;
-      s.context.reset();  // made before another thread's failure: connect afresh
+      if (!failed_since(s.connected_at) && !moved_since(s.connected_at)) return *s.context;
+      s.context.reset();  // made before another thread's failure, or a move: connect afresh
     }
     const steady::time_point now = steady::now();
-    if (now < s.retry_at && !connected_since(s.failed_at)) {
+    if (now < s.retry_at && !connected_since(s.failed_at) && !moved_since(s.failed_at)) {
       const auto wait = std::chrono::ceil<milliseconds>(s.retry_at - now);
-      throw unavailable(name_ + " is down (" + s.last_error + "); next attempt in " +
-                        std::to_string(wait.count()) + " ms");
+      const std::string what = name_ + " is down (" + s.last_error + "); next attempt in " +
+                               std::to_string(wait.count()) + " ms";
+      if (s.last_failure == failure::no_primary) throw no_primary(what);
+      throw unavailable(what);
     }
-    context_handle c(redisConnectWithTimeout(options_.host.c_str(), options_.port,
-                                             to_timeval(options_.connect_timeout)));
-    if (!c) fail(s, "connect: out of memory");
-    if (c->err != 0) fail(s, "connect: " + std::string(c->errstr));
-    if (redisSetTimeout(c.get(), to_timeval(options_.command_timeout)) != REDIS_OK) {
-      fail(s, "setting the command timeout: " + std::string(c->errstr));
+    redis_endpoint at = fixed_;
+    if (sentinel_) {
+      try {
+        at = sentinel_->primary();
+      } catch (const no_primary& e) {
+        fail(s, e.what(), failure::no_primary);
+      }
     }
+    std::string error;
+    context_handle c =
+        connect_with_timeouts(at.host, at.port, options_.connect_timeout, command_timeout_, error);
+    if (!c) fail(s, at.text() + ": " + error);
+    if (sentinel_) check_role(s, *c, at);
     s.context = std::move(c);
+    s.at = std::move(at);
     s.connected_at = steady::now();
     note(shared_->last_connected, s.connected_at);
     return *s.context;
   }
 
-  // Whether some thread connected (failed) after `t`. Relaxed: these are hints that end a
-  // backoff early or retire a connection early, and order nothing else.
+  // The Sentinels named `at`; make sure it is a primary before anything is written to it.
+  void check_role(redis_slot& s, redisContext& c, const redis_endpoint& at) {
+    if (!append_command(c, {"ROLE"})) fail(s, at.text() + ": queueing ROLE: out of memory");
+    const reply_handle r = next_reply(c);
+    if (!r) fail(s, at.text() + ": ROLE: " + std::string(c.errstr));
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+        r->element[0]->type != REDIS_REPLY_STRING) {
+      fail(s, at.text() + ": ROLE: " + describe_reply(*r));
+    }
+    const std::string role = reply_text(*r->element[0]);
+    if (role != "master") {
+      fail(s, at.text() + " is not a primary (its role is " + role +
+                  "); the Sentinels have not caught up yet");
+    }
+  }
+
+  // Whether some thread connected (failed, learned of a move) after `t`. Relaxed: these are
+  // hints that end a backoff early or retire a connection early, and order nothing else.
   [[nodiscard]] bool connected_since(steady::time_point t) const noexcept {
     return shared_->last_connected.load(std::memory_order_relaxed) > t.time_since_epoch().count();
   }
   [[nodiscard]] bool failed_since(steady::time_point t) const noexcept {
     return shared_->last_failed.load(std::memory_order_relaxed) > t.time_since_epoch().count();
+  }
+  [[nodiscard]] bool moved_since(steady::time_point t) const noexcept {
+    return shared_->last_moved.load(std::memory_order_relaxed) > t.time_since_epoch().count();
   }
 
   // Raises `latest` to `t` (it only moves forward).
@@ -216,7 +338,8 @@ class redis_store final : public store {
   }
 
   // Drops the connection, starts or lengthens the backoff and throws.
-  [[noreturn]] void fail(redis_slot& s, const std::string& what) {
+  [[noreturn]] void fail(redis_slot& s, const std::string& what,
+                         failure kind = failure::unavailable) {
     s.context.reset();
     s.backoff = s.backoff.count() == 0 ? options_.backoff_initial
                                        : std::min(s.backoff * 2, options_.backoff_max);
@@ -224,33 +347,60 @@ class redis_store final : public store {
     s.retry_at = s.failed_at + s.backoff;
     note(shared_->last_failed, s.failed_at);
     s.last_error = what;
-    throw unavailable(name_ + ": " + what);
+    s.last_failure = kind;
+    const std::string message = name_ + ": " + what;
+    switch (kind) {
+      case failure::no_primary:
+        throw no_primary(message);
+      case failure::outcome_unknown:
+        throw outcome_unknown(message);
+      case failure::unavailable:
+        break;
+    }
+    throw unavailable(message);
+  }
+
+  // A READONLY reply: the instance was demoted. Drop the connection, tell every thread that
+  // the primary moved, and let on_primary try the new one.
+  void check_not_readonly(redis_slot& s, const redisReply& r) {
+    if (!is_readonly(r)) return;
+    std::string what = s.at.text() + ": " + reply_text(r);
+    s.context.reset();
+    note(shared_->last_moved, steady::now());
+    throw demoted{std::move(what)};
   }
 
   void append(redis_slot& s, redisContext& c, std::initializer_list<std::string_view> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    argv.reserve(args.size());
-    lengths.reserve(args.size());
-    for (std::string_view a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(&c, static_cast<int>(argv.size()), argv.data(), lengths.data()) !=
-        REDIS_OK) {
-      fail(s, "queueing a command: " + std::string(c.errstr));
+    if (!append_command(c, args)) fail(s, "queueing a command: " + std::string(c.errstr));
+  }
+
+  // Whether the server has closed the connection (its FIN or RST has arrived).
+  static bool closed_by_server(const redisContext& c) {
+    pollfd p{c.fd, POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+  }
+
+  // Writes what is queued. A write(2) that fails sends nothing, so a failure on the first one
+  // means the server got none of it (a dead connection: nothing was stored); after a partial
+  // write it may have got a whole command.
+  void send(redis_slot& s, redisContext& c) {
+    int done = 0;
+    for (bool first = true; done == 0; first = false) {
+      if (redisBufferWrite(&c, &done) != REDIS_OK) {
+        fail(s, "sending: " + std::string(c.errstr),
+             first ? failure::unavailable : failure::outcome_unknown);
+      }
     }
   }
 
-  reply_handle next_reply(redis_slot& s, redisContext& c) {
-    void* raw = nullptr;
-    if (redisGetReply(&c, &raw) != REDIS_OK || raw == nullptr) {
-      fail(s, std::string(c.err != 0 ? c.errstr : "no reply"));
-    }
-    return reply_handle(static_cast<redisReply*>(raw));
+  reply_handle next(redis_slot& s, redisContext& c, failure kind = failure::unavailable) {
+    reply_handle r = next_reply(c);
+    if (!r) fail(s, std::string(c.err != 0 ? c.errstr : "no reply"), kind);
+    return r;
   }
 
   void expect_type(redis_slot& s, const reply_handle& r, int type, const char* command) {
+    check_not_readonly(s, *r);
     if (r->type != type) fail(s, std::string(command) + ": " + describe_reply(*r));
   }
 
@@ -261,14 +411,16 @@ class redis_store final : public store {
     return static_cast<std::uint64_t>(r.integer);
   }
 
-  static std::string describe_reply(const redisReply& r) {
-    if (r.type == REDIS_REPLY_ERROR) return reply_text(r);
-    return "unexpected reply of type " + std::to_string(r.type);
-  }
-
   redis_options options_;
+  redis_endpoint fixed_;
+  std::string replicas_text_;
+  std::string replica_timeout_text_;
+  milliseconds command_timeout_{};
   std::string name_;
   shared_mapping<shared_times> shared_;
+  // After shared_: destroyed first, so the watcher thread (which notes moves in shared_) has
+  // stopped before shared_ goes away.
+  std::unique_ptr<sentinel_client> sentinel_;
   thread_connections connections_;
 };
 

@@ -1,9 +1,13 @@
 // The guestbook in an SQLite file.
 //
-// Schema: entries(id INTEGER PRIMARY KEY, name, remarks, created) and counters(name PRIMARY
-// KEY, value) with the rows 'visitor_count' and 'entry_count'. entry_count is kept in the
-// same transaction as each insert so that a visit reads the total in O(1); count(*) would scan
-// the whole table on every page view.
+// Schema: entries(id INTEGER PRIMARY KEY, name, remarks, created, post_key) and
+// counters(name PRIMARY KEY, value) with the rows 'visitor_count' and 'entry_count'.
+// entry_count is kept in the same transaction as each insert so that a visit reads the total in
+// O(1); count(*) would scan the whole table on every page view. post_key is the form's
+// idempotency key (NULL when the post had none) under a unique index: an insert whose key is
+// already there does nothing (ON CONFLICT DO NOTHING), so a replayed post is recognised in the
+// same transaction that would have stored it. Files made before the column existed get it at
+// open.
 //
 // Durability. The file is in WAL mode, so readers never block the writer and a commit is one
 // append to the log. The synchronous level is chosen per transaction:
@@ -49,11 +53,16 @@ constexpr int busy_timeout_ms = 5000;
 constexpr const char* schema_sql =
     "PRAGMA journal_mode=WAL;"
     "CREATE TABLE IF NOT EXISTS entries("
-    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, remarks TEXT NOT NULL, created INTEGER);"
+    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, remarks TEXT NOT NULL, created INTEGER,"
+    "  post_key TEXT);"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO counters VALUES('visitor_count', 0);"
     // A file made by an older spoold (or by hand) may lack the row: count once, here.
     "INSERT OR IGNORE INTO counters SELECT 'entry_count', count(*) FROM entries;";
+
+// Run after schema_sql, once the post_key column exists in every file.
+constexpr const char* post_key_index_sql =
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_post_key ON entries(post_key);";
 
 [[noreturn]] void fail(sqlite3* db, const std::string& what) {
   throw unavailable("sqlite: " + what + ": " +
@@ -102,6 +111,17 @@ stmt_handle prepare(sqlite3* db, const char* sql) {
   return stmt_handle(raw);
 }
 
+// A file made before post keys existed has entries without the column: add it (NULL for the
+// old rows, which therefore never conflict).
+void add_post_key_column(sqlite3* db) {
+  stmt_handle has = prepare(db, "SELECT count(*) FROM pragma_table_info('entries') "
+                                "WHERE name = 'post_key'");
+  if (sqlite3_step(has.get()) != SQLITE_ROW) fail(db, "reading the entries table's columns");
+  if (sqlite3_column_int(has.get(), 0) == 0) {
+    exec(db, "ALTER TABLE entries ADD COLUMN post_key TEXT");
+  }
+}
+
 // One thread's connection and its prepared statements.
 class connection final : public thread_connection {
  public:
@@ -112,8 +132,9 @@ class connection final : public thread_connection {
         sync_full_(prepare(db_.get(), "PRAGMA synchronous=FULL")),
         sync_normal_(prepare(db_.get(), "PRAGMA synchronous=NORMAL")),
         insert_(prepare(db_.get(),
-                        "INSERT INTO entries(name, remarks, created) "
-                        "VALUES(?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))")),
+                        "INSERT INTO entries(name, remarks, created, post_key) "
+                        "VALUES(?1, ?2, CAST(strftime('%s', 'now') AS INTEGER), ?3) "
+                        "ON CONFLICT DO NOTHING")),
         count_entry_(
             prepare(db_.get(), "UPDATE counters SET value = value + 1 WHERE name = 'entry_count'")),
         count_visit_(prepare(db_.get(),
@@ -126,13 +147,22 @@ class connection final : public thread_connection {
         read_visitors_(
             prepare(db_.get(), "SELECT value FROM counters WHERE name = 'visitor_count'")) {}
 
-  void add_entry(const entry& e) {
+  // NULL keys never conflict (a unique index holds any number of them), so posts without a
+  // key are always stored.
+  added add_entry(const entry& e, std::string_view post_key) {
+    added result = added::stored;
     run_transaction(sync_full_.get(), [&] {
       bind_text(insert_.get(), 1, e.name);
       bind_text(insert_.get(), 2, e.remarks);
+      if (!post_key.empty()) bind_text(insert_.get(), 3, post_key);
       step_done(insert_.get());
+      if (sqlite3_changes(db_.get()) == 0) {
+        result = added::replayed;
+        return;
+      }
       step_done(count_entry_.get());
     });
+    return result;
   }
 
   page visit(std::size_t max_entries) {
@@ -174,7 +204,7 @@ class connection final : public thread_connection {
     step_done(commit_.get());
   }
 
-  void bind_text(sqlite3_stmt* s, int index, const std::string& text) {
+  void bind_text(sqlite3_stmt* s, int index, std::string_view text) {
     // SQLITE_STATIC: `text` outlives the step; step_done clears the binding.
     if (sqlite3_bind_text(s, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC) !=
         SQLITE_OK) {
@@ -219,6 +249,8 @@ class sqlite_store final : public store {
     // here (at startup) rather than on the first request.
     db_handle db = open_db(path_);
     exec(db.get(), schema_sql);
+    add_post_key_column(db.get());
+    exec(db.get(), post_key_index_sql);
     // journal_mode=WAL quietly keeps the old mode where WAL cannot work (e.g. a network file
     // system without shared memory); the durability argument above needs WAL, so say so.
     stmt_handle mode = prepare(db.get(), "PRAGMA journal_mode");
@@ -232,10 +264,12 @@ class sqlite_store final : public store {
 
   // The turn is taken once the thread has its connection: opening one (a file, the WAL's shared
   // memory, a dozen prepared statements) runs in parallel with other threads' transactions.
-  void add_entry(const entry& e) override {
-    with_connection([&](connection& c) {
+  using store::add_entry;
+
+  added add_entry(const entry& e, std::string_view post_key) override {
+    return with_connection([&](connection& c) {
       const std::lock_guard turn(writer_);
-      c.add_entry(e);
+      return c.add_entry(e, post_key);
     });
   }
 
@@ -246,12 +280,12 @@ class sqlite_store final : public store {
     });
   }
 
-  bool ping() noexcept override {
+  health check() noexcept override {
     try {
       with_connection([](connection& c) { c.read_counter(); });
-      return true;
-    } catch (...) {
-      return false;
+      return health{true, describe()};
+    } catch (const std::exception& e) {
+      return health{false, e.what()};
     }
   }
 

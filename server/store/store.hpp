@@ -1,5 +1,5 @@
 // Where the guestbook lives: one interface, an embedded SQLite file (the default) or Redis
-// (when several spoold processes share state).
+// (when several spoold processes share state), reached directly or through Redis Sentinel.
 //
 // Thread safety: every method may be called from any pool worker at once. Implementations keep
 // a connection per calling thread. Calls block (disk, network); spoold runs them on the pool,
@@ -24,11 +24,40 @@ struct entry {
   std::string remarks;
 };
 
+// What add_entry did with a post.
+enum class added {
+  stored,    // a new entry
+  replayed,  // the post key was already stored: the entry it came with is the one kept
+};
+
 // The store could not be reached or failed (server down, disk error, timeout). The request
-// gets 503; the next call tries again (Redis reconnects with backoff).
+// gets 503; the next call tries again (Redis reconnects with backoff). Nothing was written.
 class unavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The Sentinels know no primary (none answered, or none reported one): a failover may be under
+// way. Nothing was written.
+class no_primary : public unavailable {
+ public:
+  using unavailable::unavailable;
+};
+
+// A write whose outcome is not known: it reached the store, and then the confirmation that it
+// is durable did not come (the connection broke before the reply, or fewer replicas than asked
+// for confirmed it in time). The entry may or may not be stored; replaying the post with the
+// same key is safe (add_entry recognises it).
+class outcome_unknown : public unavailable {
+ public:
+  using unavailable::unavailable;
+};
+
+// The answer of store::check(): whether a round trip worked, and a line for /healthz (where
+// the store is, or why it is down).
+struct health {
+  bool up = false;
+  std::string detail;
 };
 
 struct page {
@@ -41,21 +70,38 @@ class store {
  public:
   virtual ~store() = default;
   // Adds an entry; returns only once it is durable (SQLite: committed and the log fsync'ed;
-  // Redis: the server acknowledged RPUSH). Throws unavailable.
-  virtual void add_entry(const entry& e) = 0;
+  // Redis: the primary executed it, which with appendfsync always means it is in its AOF, and
+  // as many replicas as asked for confirmed it). `post_key` (empty: none) is stored in the same
+  // transaction as the entry: a post whose key is already stored adds nothing and returns
+  // replayed, so a retried post is never stored twice. Throws unavailable (nothing written) or
+  // outcome_unknown.
+  virtual added add_entry(const entry& e, std::string_view post_key) = 0;
+  added add_entry(const entry& e) { return add_entry(e, {}); }
   // Counts a visit (visitor_count += 1) and reads the newest entries. Throws unavailable.
   virtual page visit(std::size_t max_entries) = 0;
-  // A cheap round trip (SQLite: a read; Redis: PING). false when down; never throws.
-  virtual bool ping() noexcept = 0;
-  // "sqlite:/path/spoold.db" or "redis://127.0.0.1:6379", for logs and /healthz.
+  // A cheap round trip (SQLite: a read; Redis: PING on the primary). Never throws.
+  virtual health check() noexcept = 0;
+  bool ping() noexcept { return check().up; }
+  // "sqlite:/path/spoold.db", "redis://127.0.0.1:6379" or
+  // "redis-sentinel://127.0.0.1:26379/NAME", for logs and /healthz.
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 
-// Parses "sqlite:PATH" or "redis://HOST:PORT" (port defaults to 6379). Throws
-// std::invalid_argument on a malformed spec. Opening does not require the store to be up:
-// a Redis server that is down makes calls throw unavailable until it returns. A SQLite file
-// that cannot be created throws unavailable here.
-std::unique_ptr<store> open_store(std::string_view spec);
+// Settings that are not part of the spec (spoold's --store-replicas options).
+struct store_options {
+  // Redis only: a post is acknowledged once this many replicas confirmed it (Redis WAIT), for
+  // at most replica_timeout; after that it throws outcome_unknown. 0: the primary alone.
+  unsigned replicas = 0;
+  std::chrono::milliseconds replica_timeout{1000};
+};
+
+// Parses "sqlite:PATH", "redis://HOST[:PORT]" (port 6379 by default) or
+// "redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER" (port 26379 by default). Throws
+// std::invalid_argument on a malformed spec, or on replicas asked of a SQLite store. Opening
+// does not require the store to be up: a Redis server (or every Sentinel) that is down makes
+// calls throw unavailable until it returns. A SQLite file that cannot be created throws
+// unavailable here.
+std::unique_ptr<store> open_store(std::string_view spec, const store_options& options = {});
 
 // The two implementations, for callers (and tests) that want to set more than the spec says.
 
@@ -63,9 +109,26 @@ std::unique_ptr<store> open_store(std::string_view spec);
 // file cannot be opened or created.
 std::unique_ptr<store> open_sqlite_store(const std::string& path);
 
+struct redis_endpoint {
+  std::string host;
+  int port = 0;
+  // "host:port", or "[host]:port" for an IPv6 literal.
+  [[nodiscard]] std::string text() const;
+  bool operator==(const redis_endpoint&) const = default;
+};
+
 struct redis_options {
+  // The server, when there are no Sentinels.
   std::string host = "127.0.0.1";
   int port = 6379;
+  // Redis Sentinel: when not empty, the primary of `master_name` is wherever these Sentinels
+  // say it is (sentinel.hpp), checked with ROLE on every connection, and followed on a
+  // failover; host and port are unused.
+  std::vector<redis_endpoint> sentinels;
+  std::string master_name;
+  // Durable acknowledgement: see store_options.
+  unsigned replicas = 0;
+  std::chrono::milliseconds replica_timeout{1000};
   // Bounds on each connect and each command round trip: a server that is down or stalled
   // costs a worker at most this long, never a hang.
   std::chrono::milliseconds connect_timeout{1000};
@@ -76,8 +139,10 @@ struct redis_options {
   std::chrono::milliseconds backoff_max{2000};
 };
 
-// Redis, with ZeroHTTPd's keys: list "guestbook_remarks", counter "visitor_count". Connects
-// lazily (a server that is down does not make this throw).
+// Redis, with ZeroHTTPd's keys: list "guestbook_remarks", counter "visitor_count" (and the
+// hash "guestbook_post_keys" and counter "guestbook_replays" for post keys). Connects lazily
+// (a server that is down does not make this throw). With Sentinels, starts a thread that
+// watches them for +switch-master.
 //
 // The process must ignore SIGPIPE (spoold does): hiredis writes with write(2), and a write to
 // a connection the server has closed would otherwise kill the process.

@@ -5,10 +5,8 @@
 import os
 import socket
 import subprocess
-import unittest
 
-from spoold_harness import (SCALE, Spoold, TempDir, main, make_site, raise_nofile_limit,
-                            spoold_binary, sqlite_store)
+from spoold_harness import SCALE, SiteTestCase, Spoold, main, spoold_binary
 
 
 def run_spoold(args, env=None, timeout=30):
@@ -18,23 +16,16 @@ def run_spoold(args, env=None, timeout=30):
                           capture_output=True, text=True, env=full_env, timeout=timeout * SCALE)
 
 
-class CommandLineTest(unittest.TestCase):
-    def setUp(self):
-        raise_nofile_limit()
-        self.tmp = TempDir()
-        self.site = make_site(self.tmp.path)
-        self.store = sqlite_store(self.tmp.path)
-
-    def tearDown(self):
-        self.tmp.close()
-
+class CommandLineTest(SiteTestCase):
     def base(self, port="0"):
         return ["--port", port, "--bind", "127.0.0.1", "--root", self.site, "--store", self.store]
 
     def test_help_and_version(self):
         r = run_spoold(["--help"])
         self.assertEqual(r.returncode, 0, r)
-        for option in ("--port", "--store", "--max-connections", "--grace", "--access-log"):
+        for option in ("--port", "--store", "--max-connections", "--grace", "--access-log",
+                       "--node-name", "--drain-delay", "--store-replicas",
+                       "--store-replicas-timeout", "redis-sentinel://"):
             self.assertIn(option, r.stdout)
         r = run_spoold(["--version"])
         self.assertEqual(r.returncode, 0, r)
@@ -43,7 +34,9 @@ class CommandLineTest(unittest.TestCase):
     def test_bad_command_line_exits_2(self):
         for args in (["--no-such-option", "1"], ["--port", "70000"], ["--port", "abc"],
                      ["--threads", "0:x"], ["--max-body", "-5"], ["--idle-timeout"],
-                     ["stray-argument"]):
+                     ["stray-argument"], ["--node-name", "bad name"], ["--node-name", ""],
+                     ["--node-name", "n" * 65], ["--drain-delay", "x"],
+                     ["--store-replicas", "-1"], ["--store-replicas-timeout", "0"]):
             with self.subTest(args=args):
                 r = run_spoold(self.base() + args)
                 self.assertEqual(r.returncode, 2, r)
@@ -59,6 +52,8 @@ class CommandLineTest(unittest.TestCase):
             ("port in use", self.base(port)),
             ("root missing", self.base() + ["--root", os.path.join(self.tmp.path, "nowhere")]),
             ("store spec malformed", self.base() + ["--store", "postgres://x"]),
+            ("sentinel spec malformed", self.base() + ["--store", "redis-sentinel://host"]),
+            ("replicas asked of SQLite", self.base() + ["--store-replicas", "1"]),
         )
         try:
             for what, args in cases:

@@ -2,27 +2,16 @@
 counter, concurrency, and persistence across a restart on the same database file."""
 
 import os
-import unittest
 
-from spoold_harness import (GuestbookChecks, ServerTestCase, Spoold, TempDir, entry_total, main,
-                            make_site, page_entries, raise_nofile_limit, sqlite_store,
-                            visitor_count)
+from spoold_harness import (GuestbookChecks, ServerTestCase, SiteTestCase, Spoold, entry_total,
+                            main, page_entries, visitor_count)
 
 
 class GuestbookSqliteTest(GuestbookChecks, ServerTestCase):
     server_args = ("--threads", "2:8")
 
 
-class SqliteRestartTest(unittest.TestCase):
-    def setUp(self):
-        raise_nofile_limit()
-        self.tmp = TempDir()
-        self.site = make_site(self.tmp.path)
-        self.store = sqlite_store(self.tmp.path)
-
-    def tearDown(self):
-        self.tmp.close()
-
+class SqliteRestartTest(SiteTestCase):
     def test_entries_survive_restart(self):
         with Spoold(self.site, self.store) as server:
             for i in range(5):

@@ -1,6 +1,7 @@
 // A real redis-server for unit tests: started on a free loopback port with no persistence,
 // stopped with SIGTERM (and waited for) by stop() or the destructor. restart() brings it back
-// on the same port, to test that clients recover.
+// on the same port, to test that clients recover. Extra arguments (e.g. "--replicaof",
+// "127.0.0.1 PORT") are passed on.
 #pragma once
 
 #include <fcntl.h>
@@ -63,8 +64,10 @@ inline int free_loopback_port() {
 
 class redis_server {
  public:
-  explicit redis_server(std::string binary)
-      : binary_(std::move(binary)), port_(free_loopback_port()) {
+  explicit redis_server(std::string binary, std::vector<std::string> extra_args = {})
+      : binary_(std::move(binary)),
+        extra_args_(std::move(extra_args)),
+        port_(free_loopback_port()) {
     dir_ = std::filesystem::temp_directory_path() /
            ("spoold-redis-" + std::to_string(getpid()) + "-" + std::to_string(port_));
     std::filesystem::create_directories(dir_);
@@ -89,6 +92,7 @@ class redis_server {
     std::vector<std::string> args = {binary_,  "--port", port,           "--bind",    "127.0.0.1",
                                      "--save", "",       "--appendonly", "no",        "--daemonize",
                                      "no",     "--dir",  dir_.string(),  "--logfile", log};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -161,6 +165,7 @@ class redis_server {
   }
 
   std::string binary_;
+  std::vector<std::string> extra_args_;
   int port_;
   std::filesystem::path dir_;
   pid_t pid_ = -1;

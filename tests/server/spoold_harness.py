@@ -327,6 +327,20 @@ def sqlite_store(tmp):
     return "sqlite:" + os.path.join(tmp, "g.db")
 
 
+class SiteTestCase(unittest.TestCase):
+    """A fresh temp dir, site (self.site) and SQLite store spec (self.store) per test, for
+    tests that start their own spoold."""
+
+    def setUp(self):
+        raise_nofile_limit()
+        self.tmp = TempDir()
+        self.site = make_site(self.tmp.path)
+        self.store = sqlite_store(self.tmp.path)
+
+    def tearDown(self):
+        self.tmp.close()
+
+
 class ServerTestCase(unittest.TestCase):
     """One spoold per test class: a fresh temp dir, site and SQLite store.
 
@@ -573,19 +587,10 @@ def parse_prometheus(text):
 
 
 def wait_until(predicate, timeout, what, interval=0.05):
-    """Polls an external condition (another process's state) until true or a deadline."""
-    end = time.monotonic() + timeout * SCALE
-    last = None
-    while True:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, ConnectionClosed) as e:
-            last = e
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-        time.sleep(interval)
+    """Polls an external condition (another process's state) until true or a deadline (scaled
+    by SCALE); AssertionError after it."""
+    return fleet_wait_for(predicate, timeout * SCALE, what, interval,
+                          errors=(OSError, ConnectionClosed), failure=AssertionError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -611,45 +616,16 @@ def entries_section(html):
 # Redis
 # --------------------------------------------------------------------------------------------
 
-class RespError(Exception):
-    pass
+# One RESP client serves the tests and cluster/fleet.py (standard library only).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "cluster"))
+from fleet import RespError, redis_command, wait_for as fleet_wait_for  # noqa: E402
 
 
 def resp_command(port, *args, timeout=5):
-    """One Redis command over a raw RESP connection; returns the decoded reply."""
-    payload = f"*{len(args)}\r\n".encode()
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        payload += f"${len(a)}\r\n".encode() + a + b"\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(payload)
-        f = s.makefile("rb")
-        return _resp_read(f)
-
-
-def _resp_read(f):
-    line = f.readline()
-    if not line:
-        raise ConnectionClosed("redis closed the connection")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        raise RespError(rest.decode())
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        if n < 0:
-            return None
-        data = f.read(n + 2)
-        return data[:-2]
-    if kind == b"*":
-        n = int(rest)
-        if n < 0:
-            return None
-        return [_resp_read(f) for _ in range(n)]
-    raise RespError(f"unexpected RESP reply {line!r}")
+    """One Redis command to 127.0.0.1:port; returns the decoded reply (RespError for an error
+    reply or a connection closed before one)."""
+    return redis_command("127.0.0.1", port, *args, timeout=timeout)
 
 
 class Redis:

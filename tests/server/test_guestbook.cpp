@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -182,8 +183,53 @@ TEST(GuestbookForm, EveryErrorHasADescription) {
   EXPECT_EQ(describe(form_error::none), "");
   for (form_error e :
        {form_error::not_a_form, form_error::missing_name, form_error::missing_remarks,
-        form_error::name_too_long, form_error::remarks_too_long, form_error::bad_characters}) {
+        form_error::name_too_long, form_error::remarks_too_long, form_error::bad_characters,
+        form_error::bad_post_key}) {
     EXPECT_FALSE(describe(e).empty()) << static_cast<int>(e);
+  }
+}
+
+spoold::guestbook_post parse_post(std::string_view body, form_error expect = form_error::none) {
+  spoold::guestbook_post post;
+  EXPECT_EQ(parse_guestbook_form(form_type, body, guestbook_limits{}, post), expect) << body;
+  return post;
+}
+
+TEST(GuestbookForm, PostKeyIsReadWithTheEntry) {
+  const auto post = parse_post("guest-name=Ann&guest-remarks=hi&post-key=0123abcDEF-_x");
+  EXPECT_EQ(post.entry.name, "Ann");
+  EXPECT_EQ(post.entry.remarks, "hi");
+  EXPECT_EQ(post.key, "0123abcDEF-_x");
+  // The first of repeated fields, as for the others.
+  EXPECT_EQ(parse_post("post-key=first&guest-name=A&guest-remarks=r&post-key=second").key,
+            "first");
+  EXPECT_EQ(parse_post("guest-name=A&guest-remarks=r&post-key=" + std::string(64, 'k')).key,
+            std::string(64, 'k'));
+}
+
+TEST(GuestbookForm, NoPostKeyOrAnEmptyOneIsNone) {
+  EXPECT_EQ(parse_post("guest-name=A&guest-remarks=r").key, "");  // ZeroHTTPd's form
+  EXPECT_EQ(parse_post("guest-name=A&guest-remarks=r&post-key=").key, "");
+}
+
+TEST(GuestbookForm, MalformedPostKeyIsRefused) {
+  for (const std::string& key : {std::string(65, 'k'), std::string("a%20b"), std::string("a.b"),
+                                std::string("%C3%A9"), std::string("a%0Ab")}) {
+    parse_post("guest-name=A&guest-remarks=r&post-key=" + key, form_error::bad_post_key);
+  }
+  // Name and remarks are judged first: their errors say more to a person.
+  parse_post("guest-name=&guest-remarks=r&post-key=a.b", form_error::missing_name);
+}
+
+TEST(GuestbookForm, NewPostKeysAreHexAndDistinct) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string key = spoold::new_post_key();
+    ASSERT_EQ(key.size(), 32u);
+    EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos) << key;
+    EXPECT_TRUE(seen.insert(key).second) << "repeated key " << key;
+    // Every new key is one the form accepts.
+    parse_post("guest-name=A&guest-remarks=r&post-key=" + key);
   }
 }
 
@@ -263,6 +309,42 @@ TEST(GuestbookPage, FormLimitsFollowTheConfiguredLimits) {
   const std::string html = render_guestbook_page(page{}, {}, limits);
   EXPECT_TRUE(contains(html, "id=\"guest-name\" maxlength=\"10\""));
   EXPECT_TRUE(contains(html, "id=\"guest-remarks\" maxlength=\"200\""));
+}
+
+TEST(GuestbookPage, FormCarriesThePostKeyAndTheNodeIsShown) {
+  const std::string html =
+      render_guestbook_page(sample_page(), {}, guestbook_limits{}, {"web2", "0f0f"});
+  EXPECT_TRUE(contains(html, "<input type=\"hidden\" name=\"post-key\" id=\"post-key\" "
+                             "value=\"0f0f\">"));
+  EXPECT_LT(html.find("id=\"guestbook-form\""), html.find("name=\"post-key\""));
+  EXPECT_LT(html.find("name=\"post-key\""), html.find("</form>"));
+  EXPECT_TRUE(contains(html, "<span id=\"node-name\">web2</span>"));
+  // Without them, neither appears.
+  const std::string plain = render_guestbook_page(sample_page());
+  EXPECT_FALSE(contains(plain, "post-key"));
+  EXPECT_FALSE(contains(plain, "node-name"));
+}
+
+TEST(StoreDownPage, SaysWhatIsKnownOfThePost) {
+  using kind = spoold::store_trouble::kind;
+  const std::string no_primary =
+      render_store_down_page("no primary",
+                             {.what = kind::no_primary, .post_had_key = false, .node = "web3"});
+  EXPECT_TRUE(contains(no_primary, "no primary"));
+  EXPECT_TRUE(contains(no_primary, "nothing was read or stored"));
+  EXPECT_TRUE(contains(no_primary, "<span id=\"node-name\">web3</span>"));
+
+  const std::string with_key = render_store_down_page(
+      "2 replicas", {.what = kind::outcome_unknown, .post_had_key = true, .node = {}});
+  EXPECT_TRUE(contains(with_key, "may or may not have been stored"));
+  EXPECT_TRUE(contains(with_key, "Sending the form again is safe"));
+
+  const std::string without_key =
+      render_store_down_page("2 replicas", {.what = kind::outcome_unknown, .post_had_key = false,
+                                            .node = {}});
+  EXPECT_TRUE(contains(without_key, "may or may not have been stored"));
+  EXPECT_FALSE(contains(without_key, "Sending the form again is safe"));
+  EXPECT_TRUE(contains(without_key, "look at the guestbook before you post it again"));
 }
 
 TEST(StoreDownPage, SaysUnavailableAndEscapesTheDetail) {

@@ -379,6 +379,43 @@ TEST(metrics, PrometheusText) {
   EXPECT_FALSE(valid_sample("9x 1", name));
 }
 
+TEST(metrics, NodeNameLabelsEverySample) {
+  metrics m;
+  m.set_node_name("web-1.a");
+  m.record_response(200, 10);
+  m.post_replayed();
+  m.post_replayed();
+  const std::string text = m.prometheus(sample_pool());
+  EXPECT_NE(text.find("spoold_requests_total{code=\"200\",node=\"web-1.a\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spoold_guestbook_replays_total{node=\"web-1.a\"} 2\n"), std::string::npos)
+      << text;
+  std::istringstream lines(text);
+  std::string line;
+  int samples = 0;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("#")) continue;
+    std::string name;
+    EXPECT_TRUE(valid_sample(line, name)) << line;
+    EXPECT_NE(line.find("node=\"web-1.a\""), std::string::npos) << "no node label: " << line;
+    ++samples;
+  }
+  EXPECT_GE(samples, 18);
+
+  const std::string json = m.json(sample_pool());
+  EXPECT_TRUE(json_checker(json).valid()) << json;
+  EXPECT_NE(json.find("\"node\":\"web-1.a\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"guestbook_replays\":2"), std::string::npos) << json;
+}
+
+TEST(metrics, NoNodeNameNoLabel) {
+  metrics m;
+  m.record_response(200, 10);
+  EXPECT_EQ(m.prometheus(sample_pool()).find("node="), std::string::npos);
+  EXPECT_EQ(m.json(sample_pool()).find("\"node\""), std::string::npos);
+}
+
 TEST(metrics, JsonForTheDashboard) {
   metrics m;
   m.record_response(200, 100);

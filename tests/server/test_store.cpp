@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,6 +27,7 @@
 
 namespace {
 
+using spoold::store::added;
 using spoold::store::entry;
 using spoold::store::open_store;
 using spoold::store::page;
@@ -46,6 +48,29 @@ std::string unavailable_message(F&& f) {
     return e.what();
   }
   return "";
+}
+
+// 8 threads send the same 20 keyed posts at once: each key is stored once, by one of them.
+void expect_racing_replays_store_once(spoold::store::store& s) {
+  constexpr int threads = 8;
+  constexpr int keys = 20;
+  std::latch go(threads);
+  std::atomic<int> stored{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      go.arrive_and_wait();  // all threads start together, for maximal contention
+      for (int i = 0; i < keys; ++i) {
+        if (s.add_entry({"n", "k" + std::to_string(i)}, "key-" + std::to_string(i)) ==
+            added::stored) {
+          stored.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  EXPECT_EQ(stored.load(), keys);
+  EXPECT_EQ(s.visit(100).total_entries, static_cast<std::uint64_t>(keys));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,6 +95,34 @@ TEST(StoreSpec, InvalidArgumentMessageNamesTheSpecAndTheForms) {
     EXPECT_NE(what.find("mysql://localhost"), std::string::npos) << what;
     EXPECT_NE(what.find("sqlite:PATH"), std::string::npos) << what;
   }
+}
+
+TEST(StoreSpec, SentinelSpecs) {
+  // Opening starts the watcher, which finds no Sentinel here and keeps trying until destroyed.
+  EXPECT_EQ(open_store("redis-sentinel://127.0.0.1/fleet")->describe(),
+            "redis-sentinel://127.0.0.1:26379/fleet");
+  EXPECT_EQ(open_store("redis-sentinel://127.0.0.5:7001,127.0.0.6,[::1]:7003/my-master.1")
+                ->describe(),
+            "redis-sentinel://127.0.0.5:7001,127.0.0.6:26379,[::1]:7003/my-master.1");
+  for (const char* spec :
+       {"redis-sentinel://", "redis-sentinel://host", "redis-sentinel://host/",
+        "redis-sentinel:///fleet", "redis-sentinel://a,,b/fleet", "redis-sentinel://a,/fleet",
+        "redis-sentinel://host:0/fleet", "redis-sentinel://host:x/fleet",
+        "redis-sentinel://host/fl eet", "redis-sentinel://host/a/b", "redis-sentinel://u@h/m"}) {
+    EXPECT_THROW(open_store(spec), std::invalid_argument) << "spec: \"" << spec << "\"";
+  }
+}
+
+TEST(StoreSpec, ReplicasOnlyForRedis) {
+  spoold::store::store_options replicated;
+  replicated.replicas = 1;
+  try {
+    open_store("sqlite:/nonexistent/never-created.db", replicated);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("replicas"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(open_store("redis://127.0.0.1:7000", replicated));
 }
 
 TEST(StoreSpec, RedisOpensWithoutAServerAndDefaultsThePort) {
@@ -243,6 +296,65 @@ TEST_F(SqliteStore, SqliteErrorsAreUnavailableAndTheStoreRecovers) {
   const page p = s->visit(10);
   EXPECT_EQ(names_of(p), (std::vector<std::string>{"Ann", "Cid"}));
   EXPECT_EQ(p.total_entries, 2u);  // the failed add_entry counted nothing
+}
+
+TEST_F(SqliteStore, PostKeyIsStoredOnce) {
+  auto s = open_store(spec());
+  EXPECT_EQ(s->add_entry({"Ann", "once"}, "key-1"), added::stored);
+  EXPECT_EQ(s->add_entry({"Ann", "once"}, "key-1"), added::replayed);
+  // A replay is recognised by its key alone (the key stands for the form that was sent).
+  EXPECT_EQ(s->add_entry({"Ann", "edited"}, "key-1"), added::replayed);
+  EXPECT_EQ(s->add_entry({"Bob", "other"}, "key-2"), added::stored);
+  const page p = s->visit(10);
+  EXPECT_EQ(p.total_entries, 2u);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"Ann", "Bob"}));
+  EXPECT_EQ(p.entries[0].remarks, "once");
+}
+
+TEST_F(SqliteStore, PostsWithoutAKeyAreStoredEachTime) {
+  auto s = open_store(spec());
+  EXPECT_EQ(s->add_entry({"Ann", "same"}), added::stored);
+  EXPECT_EQ(s->add_entry({"Ann", "same"}), added::stored);
+  EXPECT_EQ(s->add_entry({"Ann", "same"}, ""), added::stored);
+  EXPECT_EQ(s->visit(10).total_entries, 3u);
+}
+
+TEST_F(SqliteStore, ConcurrentReplaysOfOneKeyStoreOneEntry) {
+  expect_racing_replays_store_once(*open_store(spec()));
+}
+
+TEST_F(SqliteStore, FileFromBeforePostKeysGetsTheColumn) {
+  {
+    // The schema of a spoold without post keys, with one entry.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "PRAGMA journal_mode=WAL;"
+                           "CREATE TABLE entries(id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                           "  remarks TEXT NOT NULL, created INTEGER);"
+                           "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                           "INSERT INTO entries(name, remarks) VALUES('Old', 'entry');"
+                           "INSERT INTO counters VALUES('visitor_count', 5);"
+                           "INSERT INTO counters VALUES('entry_count', 1);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto s = open_store(spec());
+  EXPECT_EQ(s->add_entry({"New", "keyed"}, "k"), added::stored);
+  EXPECT_EQ(s->add_entry({"New", "keyed"}, "k"), added::replayed);
+  const page p = s->visit(10);
+  EXPECT_EQ(p.visitor_count, 6u);
+  EXPECT_EQ(names_of(p), (std::vector<std::string>{"Old", "New"}));
+  // Opening it again finds the column there.
+  EXPECT_EQ(open_store(spec())->add_entry({"New", "keyed"}, "k"), added::replayed);
+}
+
+TEST_F(SqliteStore, CheckSaysWhereTheStoreIs) {
+  auto s = open_store(spec());
+  const spoold::store::health h = s->check();
+  EXPECT_TRUE(h.up);
+  EXPECT_EQ(h.detail, spec());
 }
 
 TEST_F(SqliteStore, ThreadsMayOutliveTheStoreAndUseANewOne) {
@@ -573,6 +685,134 @@ TEST_F(RedisStore, StalledServerTimesOutInsteadOfHanging) {
   EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());
   EXPECT_FALSE(s->ping());
   close(listener);
+}
+
+TEST_F(RedisStore, PostKeyIsStoredOnceWithTheEntry) {
+  auto s = open_store(server_->spec());
+  EXPECT_EQ(s->add_entry({"Ann", "once"}, "key-1"), added::stored);
+  EXPECT_EQ(s->add_entry({"Ann", "once"}, "key-1"), added::replayed);
+  EXPECT_EQ(s->add_entry({"Bob", "no key"}), added::stored);
+  EXPECT_EQ(s->add_entry({"Bob", "no key"}), added::stored);
+  EXPECT_EQ(s->visit(10).total_entries, 3u);
+
+  spoold_test::redis_client raw(server_->port());
+  auto keys = raw.command({"HGETALL", "guestbook_post_keys"});
+  ASSERT_EQ(keys->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(keys->elements, 2u);  // one field, one value
+  EXPECT_EQ(std::string(keys->element[0]->str, keys->element[0]->len), "key-1");
+  auto replays = raw.command({"GET", "guestbook_replays"});
+  ASSERT_EQ(replays->type, REDIS_REPLY_STRING);
+  EXPECT_STREQ(replays->str, "1");
+}
+
+TEST_F(RedisStore, ConcurrentReplaysOfOneKeyStoreOneEntry) {
+  expect_racing_replays_store_once(*open_store(server_->spec()));
+}
+
+// A replica of server_, online once its link to the primary is up.
+std::unique_ptr<spoold_test::redis_server> start_replica_of(int primary_port) {
+  auto replica = std::make_unique<spoold_test::redis_server>(
+      spoold_test::find_redis_server(),
+      std::vector<std::string>{"--replicaof", "127.0.0.1 " + std::to_string(primary_port),
+                               "--repl-diskless-sync-delay", "0"});
+  spoold_test::redis_client raw(replica->port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto info = raw.command({"INFO", "replication"});
+    if (std::string(info->str, info->len).find("master_link_status:up") != std::string::npos) {
+      return replica;
+    }
+    // Polling another process until its link is up (not synchronisation between threads).
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "the replica's link to the primary did not come up within 30 s";
+  return replica;
+}
+
+std::size_t list_length(int port) {
+  spoold_test::redis_client raw(port);
+  auto n = raw.command({"LLEN", "guestbook_remarks"});
+  return n->type == REDIS_REPLY_INTEGER ? static_cast<std::size_t>(n->integer) : 0;
+}
+
+TEST_F(RedisStore, PostIsAcknowledgedOnceTheReplicasHaveIt) {
+  auto replica = start_replica_of(server_->port());
+  spoold::store::redis_options o = options();
+  o.replicas = 1;
+  o.replica_timeout = std::chrono::milliseconds(5000);
+  auto s = spoold::store::open_redis_store(o);
+  EXPECT_EQ(s->add_entry({"Ann", "replicated"}, "k1"), added::stored);
+  // WAIT returned: the replica has it already, no polling needed.
+  EXPECT_EQ(list_length(replica->port()), 1u);
+  // A replay waits for the replicas too, and is acknowledged the same way.
+  EXPECT_EQ(s->add_entry({"Ann", "replicated"}, "k1"), added::replayed);
+  EXPECT_EQ(list_length(replica->port()), 1u);
+}
+
+TEST_F(RedisStore, PostNotReplicatedInTimeHasAnUnknownOutcome) {
+  spoold::store::redis_options o = options();
+  o.replicas = 1;  // and there is no replica
+  o.replica_timeout = std::chrono::milliseconds(100);
+  auto s = spoold::store::open_redis_store(o);
+  try {
+    s->add_entry({"Ann", "alone"}, "k1");
+    FAIL() << "no exception";
+  } catch (const spoold::store::outcome_unknown& e) {
+    EXPECT_NE(std::string(e.what()).find("0 of 1 replicas"), std::string::npos) << e.what();
+  }
+  // It did reach the primary; sending it again does not store it twice.
+  EXPECT_EQ(list_length(server_->port()), 1u);
+  EXPECT_THROW(s->add_entry({"Ann", "alone"}, "k1"), spoold::store::outcome_unknown);
+  EXPECT_EQ(list_length(server_->port()), 1u);
+  // The connection is fine: reads work at once (no backoff).
+  EXPECT_EQ(s->visit(10).total_entries, 1u);
+}
+
+TEST_F(RedisStore, NothingIsWrittenToAReplica) {
+  auto replica = start_replica_of(server_->port());
+  auto s = open_store(replica->spec());
+  const std::string message = unavailable_message([&] { s->add_entry({"Ann", "x"}, "k"); });
+  EXPECT_NE(message.find("READONLY"), std::string::npos) << message;
+  EXPECT_FALSE(unavailable_message([&] { s->visit(10); }).empty());  // INCR is a write too
+  EXPECT_EQ(list_length(server_->port()), 0u);
+  EXPECT_EQ(list_length(replica->port()), 0u);
+}
+
+TEST_F(RedisStore, AWriteToADeadConnectionStoredNothing) {
+  auto s = open_store(server_->spec());
+  s->visit(1);  // the thread has a connection
+  server_->stop();
+  // The EVAL could not be sent at all: unavailable, but not outcome_unknown.
+  try {
+    s->add_entry({"Ann", "x"}, "k");
+    FAIL() << "no exception";
+  } catch (const spoold::store::outcome_unknown& e) {
+    FAIL() << "outcome_unknown for a post that was never sent: " << e.what();
+  } catch (const unavailable&) {
+  }
+}
+
+TEST(RedisSentinelStore, NoSentinelAnsweringMeansNoPrimary) {
+  signal(SIGPIPE, SIG_IGN);
+  const int a = spoold_test::free_loopback_port();
+  const int b = spoold_test::free_loopback_port();
+  const std::string spec = "redis-sentinel://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" +
+                           std::to_string(b) + "/fleet";
+  auto s = open_store(spec);
+  try {
+    s->visit(10);
+    FAIL() << "no exception";
+  } catch (const spoold::store::no_primary& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no Redis primary known for 'fleet'"), std::string::npos) << what;
+    EXPECT_NE(what.find("127.0.0.1:" + std::to_string(a)), std::string::npos) << what;
+    EXPECT_NE(what.find("127.0.0.1:" + std::to_string(b)), std::string::npos) << what;
+  }
+  // During the backoff that follows, it is still "no primary", without asking again.
+  EXPECT_THROW(s->add_entry({"Ann", "x"}, "k"), spoold::store::no_primary);
+  const spoold::store::health h = s->check();
+  EXPECT_FALSE(h.up);
+  EXPECT_NE(h.detail.find("no Redis primary known"), std::string::npos) << h.detail;
 }
 
 TEST_F(RedisStore, ErrorRepliesAreUnavailable) {

@@ -1,0 +1,385 @@
+// cluster: spoold as a fleet behind HAProxy (cluster/fleet.py: N spoold nodes on Redis with
+// Sentinel, --store-replicas 1), against one node of the same fleet reached directly, under
+// wrk, for three workloads: the static page, the guestbook page and a mix of guestbook reads
+// and durable posts. Every measurement starts a fleet of its own on a 127.x.y.0/24 block and
+// free ports, warms it up for 1 s, measures, and stops it. Then the failover time: kill -9 of
+// the Redis primary to the first acknowledged post (bench/cluster/failover.py), repeated, with
+// and without a replica's confirmation per post.
+//
+// On one machine the nodes, HAProxy, Redis and wrk share the cores: the figures show what the
+// balancer costs and that nothing collapses as nodes are added, not how a fleet of machines
+// scales.
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "experiments/experiments.hpp"
+#include "servers/child_process.hpp"
+#include "servers/run_setup.hpp"
+#include "servers/compared_servers.hpp"
+#include "servers/failure_log.hpp"
+#include "servers/served_content.hpp"
+#include "servers/server_measurement.hpp"
+#include "servers/spoold.hpp"
+#include "servers/tables.hpp"
+#include "servers/temp_dir.hpp"
+#include "servers/wrk.hpp"
+
+namespace bench {
+
+namespace {
+
+constexpr unsigned warm_up_seconds = 1;
+constexpr const char* direct_name = "spoold direct";
+
+// One guestbook post in four, each with a key of its own (thread, counter and a random part:
+// unique across the threads and the repeats), the rest reads of the guestbook page. wrk
+// counts the posts' 303 as answers.
+constexpr const char* mix_script = R"(-- spool-bench cluster: 3 GET /guestbook : 1 POST /guestbook
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+local n = 0
+local form = { ["Content-Type"] = "application/x-www-form-urlencoded" }
+function init(args)
+  math.randomseed(os.time() * 1000 + (tid or 0))
+  salt = math.random(1, 1000000000)
+end
+function request()
+  n = n + 1
+  if n % 4 == 0 then
+    local key = string.format("b%d-%d-%d", tid or 0, salt, n)
+    local body = "guest-name=bench&guest-remarks=" .. key .. "&post-key=" .. key
+    return wrk.format("POST", "/guestbook", form, body)
+  end
+  return wrk.format("GET", "/guestbook")
+end
+)";
+
+struct workload {
+  std::string name;
+  std::string path;
+  bool mix = false;
+};
+
+const std::vector<workload>& workloads() {
+  static const std::vector<workload> w{{"static /", "/", false},
+                                       {"guestbook GET", "/guestbook", false},
+                                       {"guestbook GET/POST mix", "/guestbook", true}};
+  return w;
+}
+
+[[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("cluster", what); }
+
+struct plan {
+  std::vector<std::uint64_t> nodes;
+  std::vector<std::uint64_t> concurrency;
+  unsigned seconds = 10;
+  unsigned wrk_slack_s = 30;
+  std::uint64_t failovers = 5;
+  std::string python, fleet_py, failover_py, spoold, root;
+  std::unique_ptr<temp_dir> dir;  // the Lua script
+  std::string script;
+  std::vector<server_kind> kinds;  // names only: what a measurement starts is decided by name
+};
+
+std::string haproxy_name(std::uint64_t nodes) {
+  return "haproxy " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+}
+
+plan make_plan(const options& o) {
+  plan p;
+  p.nodes = !o.fleet_nodes.empty() ? o.fleet_nodes
+                                   : o.by_size<std::vector<std::uint64_t>>({1, 2, 3}, {1, 2, 3},
+                                                                           {1});
+  p.concurrency = !o.concurrency.empty() ? o.concurrency
+                                         : std::vector<std::uint64_t>{o.by_size<std::uint64_t>(100, 100, 10)};
+  p.seconds = whole_seconds(o, o.by_size(10.0, 3.0, 1.0), "cluster", " (wrk's -d)");
+  p.wrk_slack_s = o.by_size(30u, 30u, 10u);
+  p.failovers = o.failovers ? *o.failovers : o.by_size<std::uint64_t>(5, 5, 1);
+
+  require_program("cluster", "wrk");
+  p.python = on_path("python3");
+  if (p.python.empty()) cannot_run("python3 is not installed; scripts/install-deps.sh installs it");
+  for (const char* program : {"/usr/sbin/haproxy", "/usr/bin/redis-server", "/usr/bin/redis-sentinel"})
+    if (!is_executable(program))
+      cannot_run(std::string(program) + " is not installed; scripts/install-deps.sh installs it");
+  p.fleet_py = std::string(SPOOL_BENCH_SOURCE) + "/cluster/fleet.py";
+  p.failover_py = std::string(SPOOL_BENCH_SOURCE) + "/bench/cluster/failover.py";
+  for (const std::string& script : {p.fleet_py, p.failover_py})
+    if (read_file(script).empty()) cannot_run("cannot read " + script);
+  p.spoold = spoold_binary(o);
+  if (p.spoold.empty() || !is_executable(p.spoold))
+    cannot_run("no spoold binary (build the spoold target, or pass --spoold PATH)");
+  p.root = served_root(o);
+
+  p.dir = std::make_unique<temp_dir>("spool-bench-cluster");
+  p.script = p.dir->file("mix.lua");
+  write_file(p.script, mix_script);
+  p.kinds.push_back({direct_name, {}});
+  for (std::uint64_t n : p.nodes) p.kinds.push_back({haproxy_name(n), {}});
+  return p;
+}
+
+// A fleet for one measurement, brought up by `fleet.py up` and stopped by `fleet.py down`
+// whatever happens (the destructor).
+class fleet_run {
+ public:
+  fleet_run(const plan& p, std::uint64_t nodes) : p_(p), dir_("spool-bench-fleet") {
+    std::random_device random;
+    const std::string prefix = "127." + std::to_string(100 + random() % 155) + "." +
+                               std::to_string(1 + random() % 254);
+    state_ = dir_.file("state");
+    child_process up(child_process::launch{{p.python, p.fleet_py, "up", "--dir", state_,
+                                            "--nodes", std::to_string(nodes), "--spoold",
+                                            p.spoold, "--site", p.root, "--prefix", prefix,
+                                            "--free-ports"},
+                                           "",
+                                           true,
+                                           true,
+                                           ""});
+    const std::optional<std::string> text =
+        up.read_all(child_process::clock::now() + std::chrono::seconds(180));
+    if (!text) throw std::runtime_error("fleet.py up did not finish within 180 s");
+    const exit_status status = up.wait();
+    started_ = true;  // even a failed up may have left pid files: down stops what runs
+    if (!status.ok()) throw std::runtime_error("fleet.py up: " + status.describe() + ": " + *text);
+    haproxy_ = after(*text, "  site:      ");
+    node_ = "http://" + after(*text, "  web1       ") + "/";
+    if (haproxy_.empty() || node_ == "http:///")
+      throw std::runtime_error("fleet.py up printed no site or web1 line: " + *text);
+  }
+  ~fleet_run() {
+    if (!started_) return;
+    try {
+      child_process down(child_process::launch{
+          {p_.python, p_.fleet_py, "down", "--dir", state_}, "", true, true, ""});
+      const std::optional<std::string> text =
+          down.read_all(child_process::clock::now() + std::chrono::seconds(120));
+      const exit_status status = down.wait();
+      if (!status.ok())
+        std::fprintf(stderr, "spool-bench cluster: fleet.py down: %s: %s\n",
+                     status.describe().c_str(), text ? text->c_str() : "");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spool-bench cluster: fleet.py down: %s\n", e.what());
+    }
+  }
+  fleet_run(const fleet_run&) = delete;
+  fleet_run& operator=(const fleet_run&) = delete;
+
+  // "http://ADDR:PORT/" of HAProxy and of the first node.
+  const std::string& haproxy() const { return haproxy_; }
+  const std::string& node() const { return node_; }
+
+ private:
+  // The first word after `marker` at the start of a line of `text` ("" if none).
+  static std::string after(const std::string& text, const std::string& marker) {
+    const std::size_t at = text.find(marker);
+    if (at == std::string::npos) return "";
+    const std::size_t from = at + marker.size();
+    const std::size_t end = text.find_first_of(" \n", from);
+    return text.substr(from, end == std::string::npos ? std::string::npos : end - from);
+  }
+
+  const plan& p_;
+  temp_dir dir_;
+  std::string state_, haproxy_, node_;
+  bool started_ = false;
+};
+
+sample measure(const plan& p, const std::string& kind, const workload& w, std::uint64_t c,
+               unsigned threads, failure_log& log, const std::string& variant) {
+  const std::uint64_t nodes =
+      kind == direct_name ? 1 : std::stoull(kind.substr(std::string("haproxy ").size()));
+  const fleet_run f(p, nodes);
+  std::string base = kind == direct_name ? f.node() : f.haproxy();
+  base.pop_back();  // the trailing '/'
+  wrk_settings s;
+  s.url = base + w.path;
+  s.threads = threads;
+  s.connections = static_cast<unsigned>(c);
+  s.slack_seconds = p.wrk_slack_s;
+  if (w.mix) s.script = p.script;
+  s.seconds = warm_up_seconds;
+  const wrk_result warm = run_wrk(s);
+  if (warm.requests == 0) log.remark(variant, kind, threads, "warm-up: no request answered");
+  s.seconds = p.seconds;
+  const wrk_result r = run_wrk(s);
+  if (r.requests == 0)
+    throw point_failure("no request answered in " + std::to_string(p.seconds) + " s");
+  return {r.requests_per_s,
+          {{"p50_ms", r.p50_ms},
+           {"p99_ms", r.p99_ms},
+           {"errors", static_cast<double>(r.errors())},
+           {"requests", static_cast<double>(r.requests)}}};
+}
+
+std::string variant_of(const workload& w, std::uint64_t c) {
+  return w.name + " c=" + std::to_string(c);
+}
+
+// req/s (p99 ms) by workload (rows) and server (columns).
+void print_summary(const results& res, const plan& p, unsigned threads, int repeats,
+                   const failure_log& log) {
+  std::vector<std::string> head{"workload"};
+  for (const server_kind& k : p.kinds) head.push_back(k.name);
+  std::vector<std::vector<std::string>> cells{head};
+  footnotes notes;
+  for (const workload& w : workloads()) {
+    for (std::uint64_t c : p.concurrency) {
+      std::vector<std::string> line{variant_of(w, c)};
+      for (const server_kind& k : p.kinds) {
+        const row* r = find_row(res, "cluster", variant_of(w, c), k.name, threads);
+        const std::string note =
+            notes.mark(log.notes(variant_of(w, c), k.name, threads));
+        if (r == nullptr || !r->ran()) {
+          line.push_back("-" + note);
+          continue;
+        }
+        line.push_back(human(r->value().median) + " (p99 " +
+                       fixed(r->extra("p99_ms")->median, 1) + " ms)" + note);
+      }
+      cells.push_back(std::move(line));
+    }
+  }
+  std::printf(
+      "\n== cluster: req/s (p99) through HAProxy and directly to one node of the same fleet; "
+      "wrk -t %u, %u s per run, median of %d ==\n"
+      "   every process (nodes, HAProxy, Redis, Sentinels, wrk) shares this machine's cores:\n"
+      "   the figures show the balancer's cost and that nothing collapses, not scaling\n",
+      threads, p.seconds, repeats);
+  print_cells(cells, {0});
+  notes.print(stdout);
+  std::fflush(stdout);
+}
+
+// bench/cluster/failover.py's repeats, one row per --store-replicas setting.
+row measure_failovers(const plan& p, int replicas, unsigned threads) {
+  row r;
+  r.experiment = "cluster";
+  r.variant = "failover: kill -9 primary to first acknowledged post";
+  r.peer = "store-replicas " + std::to_string(replicas);
+  r.threads = threads;
+  r.m = {"time", "s", false};
+  progress("cluster failover, --store-replicas %d: %llu repeat(s)", replicas,
+           static_cast<unsigned long long>(p.failovers));
+  child_process run(child_process::launch{{p.python, p.failover_py, "--spoold", p.spoold,
+                                           "--site", p.root, "--repeat",
+                                           std::to_string(p.failovers), "--replicas",
+                                           std::to_string(replicas)},
+                                          "",
+                                          true,
+                                          false,
+                                          ""});
+  const auto limit = std::chrono::seconds(180 + 240 * p.failovers);
+  const std::optional<std::string> text = run.read_all(child_process::clock::now() + limit);
+  if (!text) {
+    run.signal_group(SIGINT);  // failover.py stops its fleet on the way out (finally)
+    r.not_available = "failed: failover.py did not finish in time";
+    return r;
+  }
+  const exit_status status = run.wait();
+  constexpr std::string_view marker = "seconds=";
+  const std::size_t at = text->rfind(marker);
+  if (!status.ok() || at == std::string::npos) {
+    r.not_available = "failed: failover.py " + status.describe() + " (its stderr says why)";
+    return r;
+  }
+  std::string list = text->substr(at + marker.size());
+  while (!list.empty()) {
+    const std::size_t comma = list.find_first_of(",\n");
+    const std::string one = list.substr(0, comma);
+    if (!one.empty()) r.samples.push_back({std::stod(one), {}});
+    if (comma == std::string::npos || list[comma] == '\n') break;
+    list.erase(0, comma + 1);
+  }
+  if (r.samples.empty()) r.not_available = "failed: failover.py reported no time";
+  return r;
+}
+
+void run(const options& o, results& out) {
+  const plan p = make_plan(o);
+  const int repeats = repeat_count(o);
+  const unsigned threads = o.threads.front();
+  std::printf("# cluster:  fleets of %s node(s) behind HAProxy and one node directly; %s; %s\n",
+              [&] {
+                std::string s;
+                for (std::uint64_t n : p.nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
+                return s;
+              }()
+                  .c_str(),
+              p.spoold.c_str(), version_line("haproxy", "-v").c_str());
+  std::fflush(stdout);
+  raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "cluster");
+  const metric m{"throughput", "req/s", true};
+  failure_log log;
+  for (const workload& w : workloads()) {
+    for (std::uint64_t c : p.concurrency) {
+      const std::string variant = variant_of(w, c);
+      std::vector<contender> cs = server_contenders(
+          "cluster", variant, p.kinds, threads, log,
+          [&p, &w, &log, c, threads, variant](const server_kind& k) {
+            return measure(p, k.name, w, c, threads, log, variant);
+          });
+      std::vector<row> rows = measure_point("cluster", variant, threads, m, std::move(cs), repeats);
+      log.settle(rows);
+      out.add(std::move(rows));
+    }
+  }
+  print_summary(out, p, threads, repeats, log);
+  if (p.failovers > 0) {
+    std::vector<row> rows;
+    for (int replicas : {0, 1}) rows.push_back(measure_failovers(p, replicas, threads));
+    out.add(std::move(rows));
+  }
+  report_failures("cluster", log);
+}
+
+}  // namespace
+
+const experiment& cluster_experiment() {
+  static const experiment e{
+      "cluster",
+      "spoold behind HAProxy (1..3 nodes on Redis with Sentinel) under wrk; failover time.",
+      "Each measurement starts a fleet of its own with cluster/fleet.py (N spoold nodes with\n"
+      "--store redis-sentinel://... --store-replicas 1, a Redis primary and replica with\n"
+      "appendfsync always, three Sentinels, HAProxy) on a random 127.x.y.0/24 block and free\n"
+      "ports, warms it up for 1 s at the same load, runs `wrk -t T -c C -d Ds --latency`, and\n"
+      "stops it. Rows: `haproxy N nodes` (through HAProxy) and `spoold direct` (one node of a\n"
+      "one-node fleet, reached without HAProxy: the balancer's cost). Workloads: `static /`\n"
+      "(the site's index), `guestbook GET` (a Redis visit per request), `guestbook GET/POST\n"
+      "mix` (3 reads : 1 post, each post with a key of its own, acknowledged once the replica\n"
+      "has it). Metric: requests/s, with p50/p99 (wrk's distribution) and errors.\n"
+      "Then, unless --failovers 0: bench/cluster/failover.py, kill -9 of the Redis primary to\n"
+      "the first post acknowledged through HAProxy (posts sent after the kill), repeated, with\n"
+      "--store-replicas 0 and 1; median and min-max in seconds.\n"
+      "All parts share this machine's cores: the figures show the balancer's cost and that\n"
+      "nothing collapses as nodes are added, not how machines scale. Needs wrk, haproxy,\n"
+      "redis-server, redis-sentinel, python3 (scripts/install-deps.sh); not part of `all`.\n"
+      "\n"
+      "options:\n"
+      "  --nodes LIST        fleet sizes behind HAProxy (default 1,2,3; --tiny 1)\n"
+      "  --concurrency LIST  wrk connections (default 100; --tiny 10)\n"
+      "  --duration S        measured seconds per run, whole (default 10; --quick 3; --tiny 1)\n"
+      "  --failovers N       failovers timed per --store-replicas setting (default 5; --tiny 1;\n"
+      "                      0: none)\n"
+      "  --threads N         wrk threads (default 2; the first value of a list)\n"
+      "  --spoold PATH       the spoold binary (default: the one built beside spool-bench)\n"
+      "  --root DIR          the site the nodes serve (default: the repository's server/site)\n"
+      "  --tiny              one node, concurrency 10, 1 s, one repeat, one failover each\n"
+      "\n"
+      "A fleet left behind by a killed spool-bench runs from a directory spool-bench-fleet-*\n"
+      "under $TMPDIR: `python3 cluster/fleet.py down --dir DIR/state` stops it.",
+      {"--nodes", "--concurrency", "--duration", "--failovers", "--spoold", "--root"},
+      run};
+  return e;
+}
+
+}  // namespace bench

@@ -1,0 +1,198 @@
+"""spoold as a node of a fleet, on its own: --node-name (the Spoold-Node header on every answer,
+the guestbook's pages, /metrics labels, /api/stats, /healthz), post keys in the guestbook's
+form (a replayed post is stored once, on SQLite here; it_sentinel does Redis), and the drain
+on SIGTERM (--drain-delay: /healthz answers 503 while everything else is still served)."""
+
+import json
+import re
+import signal
+import threading
+
+from spoold_harness import (HELLO, Conn, ServerTestCase, SiteTestCase, Spoold, build_request,
+                            entry_total, main, page_entries, wait_until)
+
+NODE = "web-7.a"
+
+
+def post_key_of(html):
+    m = re.search(r'<input type="hidden" name="post-key" id="post-key" value="([0-9a-f]+)">',
+                  html)
+    if not m:
+        raise AssertionError(f"no post-key field in the form:\n{html[:3000]}")
+    return m.group(1)
+
+
+class NodeNameTest(ServerTestCase):
+    server_args = ("--node-name", NODE)
+
+    def test_every_answer_names_the_node(self):
+        cases = [("GET", "/hello.txt", None), ("HEAD", "/hello.txt", None),
+                 ("GET", "/guestbook", None), ("HEAD", "/guestbook", None),
+                 ("GET", "/healthz", None), ("GET", "/metrics", None),
+                 ("GET", "/api/stats", None), ("GET", "/no-such-file", None),
+                 ("DELETE", "/hello.txt", None), ("GET", "/dashboard", None)]
+        for method, path, body in cases:
+            with self.subTest(method=method, path=path):
+                resp = self.server.get(path, method=method, body=body)
+                self.assertEqual(resp.header_all("Spoold-Node"), [NODE], resp)
+        resp = self.server.post_form("/guestbook", {"guest-name": "n", "guest-remarks": "r"})
+        self.assertEqual(resp.status, 303)
+        self.assertEqual(resp.header("Spoold-Node"), NODE)
+        resp = self.server.post_form("/guestbook", {"guest-name": "", "guest-remarks": "r"})
+        self.assertEqual(resp.status, 400)
+        self.assertEqual(resp.header("Spoold-Node"), NODE)
+
+    def test_guestbook_page_shows_the_node(self):
+        html = self.server.get("/guestbook").body.decode()
+        self.assertIn(f'served by <span id="node-name">{NODE}</span>', html)
+
+    def test_metrics_and_stats_carry_the_node(self):
+        text = self.server.get("/metrics").body.decode()
+        samples = [l for l in text.splitlines() if l and not l.startswith("#")]
+        self.assertGreater(len(samples), 10)
+        for line in samples:
+            self.assertIn(f'node="{NODE}"', line)
+        stats = json.loads(self.server.get("/api/stats").body)
+        self.assertEqual(stats["node"], NODE)
+        self.assertIn(f"node: {NODE}", self.server.get("/healthz").body.decode())
+
+
+class NoNodeNameTest(ServerTestCase):
+    def test_nothing_names_a_node(self):
+        resp = self.server.get("/hello.txt")
+        self.assertIsNone(resp.header("Spoold-Node"))
+        self.assertNotIn(b"node-name", self.server.get("/guestbook").body)
+        self.assertNotIn("node", json.loads(self.server.get("/api/stats").body))
+        self.assertNotIn(b"node=", self.server.get("/metrics").body)
+
+
+class PostKeyTest(ServerTestCase):
+    """Post keys on the SQLite store."""
+
+    def page(self):
+        resp = self.server.get("/guestbook")
+        self.assertEqual(resp.status, 200, resp)
+        return resp.body.decode()
+
+    def post(self, fields):
+        return self.server.post_form("/guestbook", fields)
+
+    def remarks(self):
+        return [r for _, r in page_entries(self.page())]
+
+    def test_every_page_has_a_fresh_key(self):
+        keys = {post_key_of(self.page()) for _ in range(5)}
+        self.assertEqual(len(keys), 5)
+        for k in keys:
+            self.assertRegex(k, r"^[0-9a-f]{32}$")
+
+    def test_the_same_form_twice_is_stored_once(self):
+        key = post_key_of(self.page())
+        before = entry_total(self.page())
+        replays = self.server.metrics()["spoold_guestbook_replays_total"]
+        fields = {"guest-name": "Ann", "guest-remarks": "sent twice", "post-key": key}
+        for _ in range(3):
+            resp = self.post(fields)
+            self.assertEqual(resp.status, 303, resp)
+            self.assertEqual(resp.header("Location"), "/guestbook")
+        self.assertEqual(entry_total(self.page()), before + 1)
+        self.assertEqual(self.remarks().count("sent twice"), 1)
+        self.assertEqual(self.server.metrics()["spoold_guestbook_replays_total"], replays + 2)
+
+    def test_concurrent_replays_store_one_entry(self):
+        key = post_key_of(self.page())
+        before = entry_total(self.page())
+        fields = {"guest-name": "Bob", "guest-remarks": "raced", "post-key": key}
+        statuses = []
+
+        def send():
+            statuses.append(self.post(fields).status)
+
+        threads = [threading.Thread(target=send) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(statuses, [303] * 8)
+        self.assertEqual(entry_total(self.page()), before + 1)
+
+    def test_without_a_key_each_post_is_stored(self):
+        # ZeroHTTPd's form has no post-key field.
+        before = entry_total(self.page())
+        for _ in range(2):
+            self.assertEqual(self.post({"guest-name": "Cy", "guest-remarks": "keyless"}).status,
+                             303)
+        self.assertEqual(entry_total(self.page()), before + 2)
+
+    def test_malformed_key_is_refused(self):
+        before = entry_total(self.page())
+        for key in ("k" * 65, "has space", "dot.ted", "é"):
+            with self.subTest(key=key):
+                resp = self.post({"guest-name": "D", "guest-remarks": "r", "post-key": key})
+                self.assertEqual(resp.status, 400, resp)
+                self.assertIn(b"post key", resp.body)
+        self.assertEqual(entry_total(self.page()), before)
+
+
+class DrainTest(SiteTestCase):
+    """--drain-delay: on SIGTERM, /healthz fails first while everything is still served."""
+
+    def test_healthz_fails_while_everything_else_is_served(self):
+        # Long enough that it cannot run out during the test; a second SIGTERM ends it.
+        server = Spoold(self.site, self.store, ["--drain-delay", "600", "--node-name", "d1"])
+        server.start()
+        try:
+            self.assertEqual(server.get("/healthz").status, 200)
+            with Conn(server.port) as kept:  # a keep-alive connection from before the signal
+                kept.send(build_request("GET", "/hello.txt"))
+                self.assertEqual(kept.read_final_response().status, 200)
+                server.send_signal(signal.SIGTERM)
+                wait_until(lambda: server.get("/healthz").status == 503, 30,
+                           "/healthz to answer 503 once draining")
+                health = server.get("/healthz")
+                self.assertEqual(health.body, b"draining\nnode: d1\n")
+                self.assertEqual(health.header("Spoold-Node"), "d1")
+                self.assertIn("draining (/healthz answers 503 for 600.0 s)", server.out.text())
+                # Still serving: new connections, the kept one, the guestbook, posts.
+                resp = server.get("/hello.txt")
+                self.assertEqual((resp.status, resp.body), (200, HELLO))
+                kept.send(build_request("GET", "/hello.txt"))
+                self.assertEqual(kept.read_final_response().status, 200)
+                self.assertEqual(server.get("/guestbook").status, 200)
+                self.assertEqual(server.post_form(
+                    "/guestbook", {"guest-name": "d", "guest-remarks": "while draining"}).status,
+                    303)
+                self.assertIn(("d", "while draining"), page_entries(
+                    server.get("/guestbook").body.decode()))
+            server.send_signal(signal.SIGTERM)
+            server.wait(60)
+            server.check_clean_exit()
+            out = server.out.text()
+            self.assertIn("SIGTERM: draining cut short", out)
+            self.assertLess(out.index("draining ("), out.index("shutting down"))
+        finally:
+            if server.alive():
+                server.kill()
+
+    def test_drain_ends_by_itself(self):
+        server = Spoold(self.site, self.store, ["--drain-delay", "0.2"])
+        server.start()
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+        server.check_clean_exit()
+        out = server.out.text()
+        self.assertIn("SIGTERM: draining (/healthz answers 503 for 0.2 s)", out)
+        self.assertNotIn("cut short", out)
+        self.assertLess(out.index("draining ("), out.index("shutting down"))
+
+    def test_no_drain_by_default(self):
+        server = Spoold(self.site, self.store)
+        server.start()
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+        server.check_clean_exit()
+        self.assertNotIn("draining", server.out.text())
+
+
+if __name__ == "__main__":
+    main()
