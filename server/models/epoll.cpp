@@ -1,7 +1,6 @@
 // The default model: one event loop per core, each with its own SO_REUSEPORT listening socket,
 // and libspool for everything that may block (store calls). See server/models/README.md for
 // the loop's turn and why no request is lost at shutdown.
-#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 
 #include "models/connection.hpp"
 #include "models/listener.hpp"
+#include "models/memory_trim.hpp"
 #include "models/model.hpp"
 
 namespace spoold {
@@ -26,8 +26,6 @@ namespace {
 // The timeouts' resolution, and how often the access log is written.
 constexpr auto sweep_interval = std::chrono::milliseconds(100);
 constexpr int max_events = 256;
-// The least time between two malloc_trim calls of a loop.
-constexpr auto trim_interval = std::chrono::seconds(1);
 
 // A connection and what its loop keeps about it. Each belongs to the loop that accepted it for
 // its whole life; only that loop's thread touches it.
@@ -90,9 +88,7 @@ class event_loop final : public connection_driver {
   bool shutdown_started_ = false;
   steady_clock::time_point grace_deadline_{};
   steady_clock::time_point accept_paused_until_{};
-  // Connections were deleted since this loop last gave freed memory back (sweep).
-  bool deleted_since_trim_ = false;
-  steady_clock::time_point next_trim_{};
+  memory_trim trim_;  // asked in every sweep
   // Every connection object, open or closed. A closed one stays listed until neither a pool job
   // nor the ready list refers to it (free_if_unreferenced), and is deleted only at the end of
   // the loop's turn (bury_dead): the turn's epoll_event array may still name it.
@@ -352,7 +348,7 @@ void event_loop::bury_dead() {
   if (dead_.empty()) return;
   for (loop_connection* c : dead_) delete c;
   dead_.clear();
-  deleted_since_trim_ = true;
+  trim_.connections_deleted();
 }
 
 void event_loop::sweep(steady_clock::time_point now) {
@@ -373,16 +369,7 @@ void event_loop::sweep(steady_clock::time_point now) {
     }
     c = next;
   }
-  // What a wave of connections freed (their objects and input buffers) stays in the malloc
-  // arenas, which give memory back to the system only from their top: the process would keep
-  // its high-water mark. A loop whose connections have all closed trims every arena, at most
-  // once per trim_interval and only after deleting connections, so an idle server does not
-  // trim over and over and a loaded one (never at zero) does not pay for it.
-  if (deleted_since_trim_ && open_connections() == 0 && now >= next_trim_) {
-    ::malloc_trim(0);
-    deleted_since_trim_ = false;
-    next_trim_ = now + trim_interval;
-  }
+  trim_.on_tick(open_connections(), now);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-"""Overload of the default model: out of descriptors, accepting pauses and is reported on
-stderr a bounded number of times, counted in /metrics, and service resumes once descriptors are
-free; after a wave of connections closes, the memory it took is given back."""
+"""Overload of the event-loop models (epoll, the default, and poll): out of descriptors,
+accepting pauses and is reported on stderr a bounded number of times, counted in /metrics, and
+service resumes once descriptors are free; after a wave of connections closes, the memory it
+took is given back."""
 
 import math
 import resource
