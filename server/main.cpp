@@ -29,6 +29,7 @@
 #include "app/metrics.hpp"
 #include "app/static_files.hpp"
 #include "models/model.hpp"
+#include "models/refusals.hpp"
 #include "net.hpp"
 #include "options.hpp"
 #include "store/store.hpp"
@@ -104,6 +105,8 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
 
   spoold::app application(files, *store, counters, pool, opts.node_name);
   spoold::server_context ctx{opts, application, counters, pool, log.get()};
+  spoold::refusals refused(ctx);  // outlives the model, whose threads hand it connections
+  ctx.refused = &refused;
   std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);
   const std::uint16_t port = model->start();
 

@@ -29,6 +29,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> opened{0};
   std::atomic<std::uint64_t> closed{0};
   std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> accepts_exhausted{0};
   std::atomic<std::uint64_t> store_errors{0};
   std::atomic<std::uint64_t> post_replays{0};
 };
@@ -185,6 +186,7 @@ void metrics::record_response(int status, std::uint64_t bytes) noexcept {
 void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
+void metrics::accept_exhausted() noexcept { bump(impl_->mine().accepts_exhausted); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
 
@@ -213,6 +215,7 @@ metrics_snapshot metrics::snapshot() const {
     opened += load(s.opened);
     closed += load(s.closed);
     out.connections_refused += load(s.refused);
+    out.accepts_exhausted += load(s.accepts_exhausted);
     out.store_errors += load(s.store_errors);
     out.post_replays += load(s.post_replays);
   });
@@ -267,6 +270,9 @@ std::string metrics::prometheus(const spool::stats& pool) const {
          "Client connections accepted.", snap.connections_accepted);
   family(out, "spoold_connections_refused_total", "counter", labels,
          "Connections turned away with 503 past --max-connections.", snap.connections_refused);
+  family(out, "spoold_accepts_exhausted_total", "counter", labels,
+         "Accepts that failed for want of descriptors or memory (accepting then pauses).",
+         snap.accepts_exhausted);
   family(out, "spoold_store_errors_total", "counter", labels, "Guestbook store calls that failed.",
          snap.store_errors);
   family(out, "spoold_guestbook_replays_total", "counter", labels,
@@ -322,6 +328,8 @@ std::string metrics::json(const spool::stats& pool) const {
   json_field(out, "connections_accepted", snap.connections_accepted);
   out += ',';
   json_field(out, "connections_refused", snap.connections_refused);
+  out += ',';
+  json_field(out, "accepts_exhausted", snap.accepts_exhausted);
   out += ',';
   json_field(out, "store_errors", snap.store_errors);
   out += ',';

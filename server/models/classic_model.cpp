@@ -34,7 +34,7 @@ log_flusher::~log_flusher() {
 }
 
 std::uint16_t classic_model::start() {
-  listener_.open(ctx_.opts, ctx_.opts.port, shape_.blocking_accept);
+  listener_.open(ctx_, ctx_.opts.port, shape_.blocking_accept);
   if (shape_.log_flusher) flusher_.emplace(ctx_.log);
   try {
     start_threads();

@@ -69,12 +69,27 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
   ctx_.counters.connection_opened();
 }
 
+connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
+                       steady_clock::time_point now, refusal_t)
+    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), refused_(true),
+      peer_(a.peer) {
+  a.fd = -1;  // socket_'s now
+  ctx_.counters.connection_refused();
+  ctx_.counters.record_response(503, refused_response.size());
+  out_.assign(refused_response);
+  close_after_write_ = true;
+  // Whatever the client sends is read away unanswered: the connection always lingers.
+  discarded_input_ = true;
+  flush(now);
+}
+
 connection::~connection() { close(); }
 
 void connection::close() noexcept {
   if (closed()) return;
   socket_.close();
   file_.reset();
+  if (refused_) return;  // never counted as opened
   ctx_.counters.connection_closed();
   driver_.closed();
 }

@@ -48,6 +48,12 @@ http::response run_job_here(blocking_job& job);
 
 class connection;
 
+// Picks the constructor of a connection that is refused rather than served.
+struct refusal_t {
+  explicit refusal_t() = default;
+};
+inline constexpr refusal_t refusal{};
+
 // What a connection needs from whoever drives it. Only run_job() is virtual: it is called for
 // requests with blocking work alone, which pay for a hand-off anyway; what every request asks
 // (stopping) and every connection tells (opened, closed) are plain calls.
@@ -93,6 +99,13 @@ class connection {
   // Takes the accepted socket and counts the connection as opened.
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
              steady_clock::time_point now) noexcept;
+  // Refuses the accepted socket: answers refused_response (503, Connection: close) at once and
+  // goes on as every final answer does, lingering until the client has closed or the linger
+  // time is over (finish_or_linger). It never parses; it counts as refused, not as opened, and
+  // is no part of its driver's count nor of any budget. Throws std::bad_alloc; `a`'s socket is
+  // then closed.
+  connection(server_context& ctx, connection_driver& driver, accepted&& a,
+             steady_clock::time_point now, refusal_t);
   ~connection();  // closes the socket if still open; not virtual: delete the type you made
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -215,6 +228,7 @@ class connection {
   bool discarded_input_ = false;    // an error response threw away unread request bytes
   bool stopping_ = false;           // on_stop() was called
   bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
+  bool refused_ = false;            // made by the refusal constructor: not counted as open
   request_info pending_;            // the request whose job is running
   peer_address peer_;
 };

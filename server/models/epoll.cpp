@@ -17,6 +17,7 @@
 
 #include "models/connection.hpp"
 #include "models/listener.hpp"
+#include "models/memory_trim.hpp"
 #include "models/model.hpp"
 
 namespace spoold {
@@ -50,7 +51,7 @@ class event_loop final : public connection_driver {
   ~event_loop();
 
   void open_listener(std::uint16_t port) {
-    listener_.open(ctx_.opts, port, /*blocking=*/false, /*reuse_port=*/true);
+    listener_.open(ctx_, port, /*blocking=*/false, /*reuse_port=*/true);
   }
   [[nodiscard]] std::uint16_t port() const noexcept { return listener_.port(); }
   void start();
@@ -87,6 +88,7 @@ class event_loop final : public connection_driver {
   bool shutdown_started_ = false;
   steady_clock::time_point grace_deadline_{};
   steady_clock::time_point accept_paused_until_{};
+  memory_trim trim_;  // asked in every sweep
   // Every connection object, open or closed. A closed one stays listed until neither a pool job
   // nor the ready list refers to it (free_if_unreferenced), and is deleted only at the end of
   // the loop's turn (bury_dead): the turn's epoll_event array may still name it.
@@ -343,8 +345,10 @@ void event_loop::free_if_unreferenced(loop_connection* c) {
 }
 
 void event_loop::bury_dead() {
+  if (dead_.empty()) return;
   for (loop_connection* c : dead_) delete c;
   dead_.clear();
+  trim_.connections_deleted();
 }
 
 void event_loop::sweep(steady_clock::time_point now) {
@@ -365,6 +369,7 @@ void event_loop::sweep(steady_clock::time_point now) {
     }
     c = next;
   }
+  trim_.on_tick(open_connections(), now);
 }
 
 }  // namespace

@@ -4,26 +4,52 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
-#include <string_view>
+#include <cstring>
 #include <system_error>
 
+#include "models/refusals.hpp"
 #include "models/transport.hpp"
 
 namespace spoold {
 namespace {
 
-constexpr std::string_view refused_response =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-    "Too many connections; try again.\n";
+// Out of descriptors, every model retries accept() every accept_pause (in every event loop), and
+// each try fails again until a descriptor is free: a line per failure would flood stderr. One
+// line per report_interval per process says how many failed since the line before; the first
+// failure after a quiet interval is reported at once.
+constexpr auto report_interval = std::chrono::seconds(1);
+
+std::atomic<std::uint64_t> unreported_exhaustions{0};
+std::atomic<std::int64_t> next_report_ns{0};  // steady_clock; 0: report the next failure
+
+void report_exhausted(int err) noexcept {
+  unreported_exhaustions.fetch_add(1, std::memory_order_relaxed);
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t due = next_report_ns.load(std::memory_order_relaxed);
+  if (now < due) return;
+  const std::int64_t next =
+      now + std::chrono::duration_cast<std::chrono::nanoseconds>(report_interval).count();
+  // One thread wins the interval's line; the others' failures are in its count or the next.
+  if (!next_report_ns.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
+  const std::uint64_t failed = unreported_exhaustions.exchange(0, std::memory_order_relaxed);
+  char text[128];
+  std::fprintf(stderr,
+               "spoold: accept4: %s: pausing accepts (%llu failed since the last report)\n",
+               ::strerror_r(err, text, sizeof text), static_cast<unsigned long long>(failed));
+}
 
 }  // namespace
 
-void listener::open(const options& o, std::uint16_t port, bool blocking, bool reuse_port) {
+void listener::open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port) {
   close();
-  fd_ = listen_tcp(o.bind, port, reuse_port);
+  counters_ = &ctx.counters;
+  fd_ = listen_tcp(ctx.opts.bind, port, reuse_port);
   if (blocking) {
     const int flags = ::fcntl(fd_, F_GETFL);
     if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -40,7 +66,8 @@ accept_outcome listener::accept(accepted& out) noexcept {
     out.peer.length = sizeof out.peer.storage;
     out.fd = ::accept4(fd_, out.peer.data(), &out.peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (out.fd >= 0) return accept_outcome::accepted;
-    switch (errno) {
+    const int err = errno;
+    switch (err) {
       case EINTR:
       case ECONNABORTED:  // the client gave up while in the backlog
       case EPROTO:
@@ -52,7 +79,8 @@ accept_outcome listener::accept(accepted& out) noexcept {
       case ENFILE:
       case ENOBUFS:
       case ENOMEM:
-        std::perror("spoold: accept4");
+        if (counters_ != nullptr) counters_->accept_exhausted();
+        report_exhausted(err);
         return accept_outcome::exhausted;
       case EINVAL:  // shut down (blocking listeners), or not listening
         return accept_outcome::failed;
@@ -77,6 +105,7 @@ void listener::close() noexcept {
 
 void refuse_connection(server_context& ctx, accepted&& a) noexcept {
   if (a.fd < 0) return;
+  if (ctx.refused != nullptr && ctx.refused->take(std::move(a))) return;
   socket_transport socket(a.fd);  // closes it
   a.fd = -1;
   (void)socket.write(refused_response.data(), refused_response.size(), false);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "models/model.hpp"
 #include "net.hpp"
@@ -23,7 +24,8 @@ enum class accept_outcome {
   accepted,   // `out` holds a new connection
   empty,      // nothing pending (non-blocking listener)
   exhausted,  // out of descriptors or memory: pending connections wait in the backlog; the
-              // caller pauses accepting for accept_pause and tries again
+              // caller pauses accepting for accept_pause and tries again. Counted in
+              // /metrics, and reported on stderr at most once per second per process
   failed,     // the listener was shut down (how shut_down() wakes a blocking accept()), or
               // accept() failed otherwise (reported on stderr): a blocking model stops
               // accepting; an event loop, which never shuts its listener down, pauses as for
@@ -43,8 +45,8 @@ class listener {
   // Binds --bind:--port (the port the first listener of a model got, for the next ones). With
   // `blocking`, accept() waits for a connection (the models that block in it); otherwise it
   // returns `empty` (event loops). `reuse_port`: SO_REUSEPORT, one listener per event loop.
-  // Throws std::system_error.
-  void open(const options& o, std::uint16_t port, bool blocking, bool reuse_port = false);
+  // Exhausted accepts are counted into ctx.counters. Throws std::system_error.
+  void open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port = false);
   [[nodiscard]] int fd() const noexcept { return fd_; }
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
@@ -74,6 +76,7 @@ class listener {
  private:
   int fd_ = -1;
   std::uint16_t port_ = 0;
+  metrics* counters_ = nullptr;
 };
 
 // How many connections a listening model accepts per turn of its loop: a burst of new
@@ -98,9 +101,17 @@ class connection_budget {
   std::atomic<std::size_t> open_{0};
 };
 
-// Answers the 503 of --max-connections (or of a connection nothing could take), closes the
-// socket and counts the refusal. One try: a client that cannot take 150 bytes now does not get
-// them.
+// The answer to a refused connection.
+inline constexpr std::string_view refused_response =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+    "Too many connections; try again.\n";
+
+// Answers the 503 of --max-connections (or of a connection nothing could take) and counts the
+// refusal. The socket goes to ctx.refused, which lingers on it until the client has read the
+// answer and closed (refusals.hpp); when that cannot take it, the answer gets one try and the
+// socket is closed at once (a client that cannot take 150 bytes now does not get them, and
+// request bytes still unread make the close a reset).
 void refuse_connection(server_context& ctx, accepted&& a) noexcept;
 
 }  // namespace spoold

@@ -19,12 +19,16 @@
 
 namespace spoold {
 
+class refusals;
+
 struct server_context {
   const options& opts;
   app& application;
   metrics& counters;
   spool::pool& pool;
   access_log* log;  // nullptr when access logging is off
+  // Where refused connections linger (refusals.hpp); nullptr: they are closed at once.
+  refusals* refused = nullptr;
 };
 
 class server_model {

@@ -12,11 +12,12 @@
 
 #include "models/classic_model.hpp"
 #include "models/connection.hpp"
+#include "models/memory_trim.hpp"
 
 namespace spoold {
 namespace {
 
-constexpr auto tick = std::chrono::milliseconds(100);  // log flush
+constexpr auto tick = std::chrono::milliseconds(100);  // log flush, memory trim
 
 class poll_model : public classic_model {
  public:
@@ -36,6 +37,7 @@ class poll_model : public classic_model {
   bool stopping_ = false;
   steady_clock::time_point accept_paused_until_{};
   std::vector<std::unique_ptr<connection>> connections_;
+  memory_trim trim_;
 };
 
 void poll_model::run() {
@@ -43,7 +45,9 @@ void poll_model::run() {
   auto next_tick = steady_clock::now() + tick;
   for (;;) {
     auto now = steady_clock::now();
-    std::erase_if(connections_, [](const auto& c) { return c->closed(); });
+    if (std::erase_if(connections_, [](const auto& c) { return c->closed(); }) > 0) {
+      trim_.connections_deleted();
+    }
     if (stopping_ && connections_.empty()) break;
 
     // The set: [stop] [listen] connections..., and the nearest deadline as the timeout.
@@ -77,6 +81,7 @@ void poll_model::run() {
     }
     if (now >= next_tick) {
       if (ctx_.log) ctx_.log->flush();
+      trim_.on_tick(connections_.size(), now);
       next_tick = now + tick;
     }
   }

@@ -212,12 +212,13 @@ class Spoold:
     exit status 0, the cpu line on stdout and, under sanitizers, no report on stderr.
     """
 
-    def __init__(self, root, store, args=(), port=0, env=None):
+    def __init__(self, root, store, args=(), port=0, env=None, preexec_fn=None):
         self.root = root
         self.store = store
         self.args = list(args)
         self.requested_port = port
         self.env = env
+        self.preexec_fn = preexec_fn  # runs in the child before exec (resource limits)
         self.proc = None
         self.port = None
         self.out = None
@@ -235,7 +236,8 @@ class Spoold:
         if self.env:
             env.update(self.env)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)
+                                     stderr=subprocess.PIPE, env=env,
+                                     preexec_fn=self.preexec_fn)
         self.out = _Drain(self.proc.stdout, "spoold-stdout")
         self.err = _Drain(self.proc.stderr, "spoold-stderr")
         line = self.out.wait_for(lambda l: LISTEN_RE.search(l) is not None, 30 * SCALE)

@@ -314,6 +314,8 @@ TEST(metrics, PrometheusText) {
   m.record_response(404, 10);
   m.connection_opened();
   m.connection_refused();
+  m.accept_exhausted();
+  m.accept_exhausted();
   std::string text = m.prometheus(sample_pool());
 
   for (const char* expected : {
@@ -324,6 +326,7 @@ TEST(metrics, PrometheusText) {
            "spoold_connections_open 1\n",
            "spoold_connections_accepted_total 1\n",
            "spoold_connections_refused_total 1\n",
+           "spoold_accepts_exhausted_total 2\n",
            "spoold_store_errors_total 0\n",
            "# TYPE spool_threads_live gauge\n",
            "spool_threads_live 3\n",
@@ -434,6 +437,7 @@ TEST(metrics, JsonForTheDashboard) {
                                "\"connections_open\":1",
                                "\"connections_accepted\":2",
                                "\"connections_refused\":0",
+                               "\"accepts_exhausted\":0",
                                "\"store_errors\":0",
                                "\"pool\":{",
                                "\"threads_live\":3",

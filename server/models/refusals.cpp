@@ -1,0 +1,130 @@
+#include "models/refusals.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <new>
+#include <system_error>
+
+namespace spoold {
+
+refusals::refusals(server_context& ctx, std::size_t capacity)
+    : ctx_(ctx), capacity_(capacity), driver_(never_raised_) {}
+
+refusals::~refusals() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  if (thread_pid_ != ::getpid()) return;  // none started here
+  wake();
+  thread_.join();
+  incoming_.clear();  // closes them
+  ::close(wake_fd_);
+}
+
+bool refusals::take(accepted&& a) noexcept {
+  if (lingering_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
+    lingering_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  std::unique_ptr<connection> c;
+  try {
+    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal);
+  } catch (const std::bad_alloc&) {
+    lingering_.fetch_sub(1, std::memory_order_relaxed);
+    return a.fd < 0;  // the constructor took the socket and closed it
+  }
+  bool was_empty = false;
+  if (!c->closed()) {
+    std::lock_guard lock(mu_);
+    try {
+      if (thread_pid_ != ::getpid()) start_locked();
+      was_empty = incoming_.empty();
+      incoming_.push_back(std::move(c));
+    } catch (const std::exception&) {
+      // No thread, or no room to list it: the answer is out, the socket closes now.
+    }
+  }
+  if (c) {
+    c.reset();
+    lingering_.fetch_sub(1, std::memory_order_relaxed);
+  } else if (was_empty) {
+    wake();  // one wake-up per batch: a non-empty list means one is already on its way
+  }
+  return true;
+}
+
+// Under mu_. Throws std::system_error if the thread cannot start, or if this process was forked
+// from one whose thread had started (that thread is not here, and its state is not ours). The
+// eventfd is made here, not before: processes forked before the thread started (the workers of
+// preforked) must not share one, or one process's thread could take another's wake-up.
+void refusals::start_locked() {
+  if (thread_pid_ != 0) throw std::system_error(EPERM, std::generic_category(), "refusals");
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (...) {
+    ::close(wake_fd_);
+    wake_fd_ = -1;
+    throw;
+  }
+  thread_pid_ = ::getpid();
+}
+
+void refusals::wake() const noexcept {
+  std::uint64_t one = 1;
+  // EAGAIN means the counter is already non-zero: the thread will wake anyway.
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void refusals::run() {
+  name_this_thread("spoold-refusals");
+  std::vector<std::unique_ptr<connection>> lingering;
+  std::vector<pollfd> fds;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (done_) break;
+      for (auto& c : incoming_) lingering.push_back(std::move(c));
+      incoming_.clear();
+    }
+    auto now = steady_clock::now();
+    fds.clear();
+    fds.push_back({wake_fd_, POLLIN, 0});
+    auto wake_at = steady_clock::time_point::max();
+    for (const auto& c : lingering) {
+      fds.push_back({c->fd(), c->interest(), 0});
+      wake_at = std::min(wake_at, c->deadline());
+    }
+    const int timeout = lingering.empty() ? -1 : poll_timeout(wake_at, now);
+    const int n = ::poll(fds.data(), fds.size(), timeout);
+    now = steady_clock::now();
+    if (n < 0 && errno != EINTR) {
+      std::perror("spoold: poll (refusals)");
+      break;
+    }
+    if (n > 0 && fds[0].revents != 0) {
+      std::uint64_t count;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
+    }
+    for (std::size_t i = 0; i < lingering.size(); ++i) {
+      connection& c = *lingering[i];
+      if (n > 0 && fds[i + 1].revents != 0) c.on_poll(fds[i + 1].revents, now);
+      c.on_deadline(now);
+    }
+    const std::size_t closed =
+        std::erase_if(lingering, [](const auto& c) { return c->closed(); });
+    lingering_.fetch_sub(closed, std::memory_order_relaxed);
+  }
+  lingering_.fetch_sub(lingering.size(), std::memory_order_relaxed);
+  lingering.clear();
+}
+
+}  // namespace spoold
