@@ -112,7 +112,7 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
 
   std::printf("spoold: listening on http://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
               "threads, root %s%s%s)\n",
-              opts.bind.c_str(), static_cast<unsigned>(port), opts.model.c_str(),
+              spoold::url_host(opts.bind).c_str(), static_cast<unsigned>(port), opts.model.c_str(),
               store->describe().c_str(), opts.loops, opts.min_threads, opts.max_threads,
               opts.root.c_str(), opts.node_name.empty() ? "" : ", node ",
               opts.node_name.c_str());

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <system_error>
 
 namespace spoold {
@@ -17,32 +18,97 @@ namespace {
   throw std::system_error(err, std::generic_category(), what);
 }
 
+// A socket address of either family, with the length bind() wants.
+struct socket_address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+
+// Parses a --bind address (see is_bind_address) into `out`, with `port`. IPv4 addresses take no
+// brackets: in a URL only IPv6 ones have them.
+bool parse_bind(std::string_view text, std::uint16_t port, socket_address& out) {
+  const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
+  if (bracketed) text = text.substr(1, text.size() - 2);
+  char address[INET6_ADDRSTRLEN] = {};
+  if (text.empty() || text.size() >= sizeof address) return false;
+  std::memcpy(address, text.data(), text.size());
+  out = {};
+  auto& in = reinterpret_cast<sockaddr_in&>(out.storage);
+  if (!bracketed && ::inet_pton(AF_INET, address, &in.sin_addr) == 1) {
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    out.length = sizeof in;
+    return true;
+  }
+  auto& in6 = reinterpret_cast<sockaddr_in6&>(out.storage);
+  if (::inet_pton(AF_INET6, address, &in6.sin6_addr) == 1) {
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    out.length = sizeof in6;
+    return true;
+  }
+  return false;
+}
+
+// An IPv4 or IPv6 address as text, a v4-mapped one as the IPv4 address it maps; empty for
+// another family.
+std::string address_text(const sockaddr_storage& storage) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const char* printed = nullptr;
+  if (storage.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(storage);
+    printed = ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
+  } else if (storage.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(storage);
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+      printed = ::inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof text);
+    } else {
+      printed = ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text);
+    }
+  }
+  return printed != nullptr ? printed : "";
+}
+
 }  // namespace
 
 std::string peer_address::text() const {
-  char text[INET_ADDRSTRLEN] = {};
-  if (storage.ss_family != AF_INET) return "-";
-  const auto& in = reinterpret_cast<const sockaddr_in&>(storage);
-  if (::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text) == nullptr) return "-";
-  return text;
+  std::string text = address_text(storage);
+  return text.empty() ? "-" : text;
+}
+
+bool is_bind_address(std::string_view text) {
+  socket_address addr;
+  return parse_bind(text, 0, addr);
+}
+
+std::string url_host(std::string_view bind) {
+  socket_address addr;
+  if (!parse_bind(bind, 0, addr)) return std::string(bind);
+  std::string host = address_text(addr.storage);
+  return host.find(':') == std::string::npos ? host : "[" + host + "]";
 }
 
 int listen_tcp(const std::string& bind, std::uint16_t port, bool reuse_port) {
-  const std::string where = bind + ":" + std::to_string(port);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, bind.c_str(), &addr.sin_addr) != 1) {
-    throw std::system_error(EINVAL, std::generic_category(), "not an IPv4 address: " + bind);
+  const std::string where = url_host(bind) + ":" + std::to_string(port);
+  socket_address addr;
+  if (!parse_bind(bind, port, addr)) {
+    throw std::system_error(EINVAL, std::generic_category(),
+                            "not an IPv4 or IPv6 address: " + bind);
   }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) fail(-1, "socket");
   int one = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) fail(fd, "SO_REUSEADDR");
   if (reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
     fail(fd, "SO_REUSEPORT");
   }
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+  // Set, not left to net.ipv6.bindv6only: "::" is dual-stack on every machine.
+  int zero = 0;
+  if (addr.storage.ss_family == AF_INET6 &&
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) != 0) {
+    fail(fd, "IPV6_V6ONLY");
+  }
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.length) != 0) {
     fail(fd, "bind " + where);
   }
   if (::listen(fd, 65535) != 0) fail(fd, "listen " + where);
@@ -55,8 +121,11 @@ std::uint16_t local_port(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     throw std::system_error(errno, std::generic_category(), "getsockname");
   }
-  if (addr.ss_family != AF_INET) return 0;
-  return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
+  }
+  return 0;
 }
 
 std::uint64_t raise_fd_limit() {

@@ -1,28 +1,40 @@
-// Socket addresses and listening sockets: the one place that knows the address family. A bind
-// address is parsed only by listen_tcp, and a client's address is kept and printed only through
-// peer_address, so a second family means changing these two.
+// Socket addresses and listening sockets: the one place that knows the address families (IPv4
+// and IPv6). A bind address is parsed only here, and a client's address is kept and printed only
+// through peer_address.
 #pragma once
 
 #include <sys/socket.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace spoold {
 
-// A client's address as accept() reported it. The storage holds any family; text() knows IPv4.
+// A client's address as accept() reported it. The storage holds any family.
 struct peer_address {
   sockaddr_storage storage{};
   socklen_t length = sizeof storage;
 
   [[nodiscard]] sockaddr* data() noexcept { return reinterpret_cast<sockaddr*>(&storage); }
-  [[nodiscard]] std::string text() const;  // "127.0.0.1"; "-" when it cannot be printed
+  // "127.0.0.1", "::1"; a v4-mapped IPv6 address (a client of a dual-stack listener) as the
+  // IPv4 address it maps, so a client reads the same whichever way it came in; "-" when it
+  // cannot be printed.
+  [[nodiscard]] std::string text() const;
 };
+
+// True if `text` is a --bind address: IPv4 ("127.0.0.1") or IPv6, bare ("::1") or in the
+// brackets of a URL ("[::1]").
+bool is_bind_address(std::string_view text);
+
+// A --bind address as the host of a URL: "127.0.0.1", "[::1]".
+std::string url_host(std::string_view bind);
 
 // A listening TCP socket on bind:port with SO_REUSEADDR (and SO_REUSEPORT when reuse_port, so
 // that each event loop can own one and the kernel spreads connections over them), non-blocking
 // and close-on-exec, with a backlog sized for thousands of pending connections (the kernel caps
-// it at net.core.somaxconn). Throws std::system_error naming the address.
+// it at net.core.somaxconn). An IPv6 socket is dual-stack (IPV6_V6ONLY off): bound to "::" it
+// takes IPv4 clients too, as v4-mapped addresses. Throws std::system_error naming the address.
 int listen_tcp(const std::string& bind, std::uint16_t port, bool reuse_port);
 
 std::uint16_t local_port(int fd);  // the port a socket is bound to (after binding port 0)

@@ -6,13 +6,16 @@
 #include <string_view>
 #include <thread>
 
+#include "net.hpp"
+
 namespace spoold {
 namespace {
 
 constexpr std::string_view help_text =
     "usage: spoold [options]   (each option also as SPOOLD_<NAME>, e.g. SPOOLD_PORT=9000)\n"
     "  --port N              TCP port, 0 = any free one (default 8080)\n"
-    "  --bind ADDR           IPv4 address (default 127.0.0.1)\n"
+    "  --bind ADDR           IPv4 or IPv6 address: 127.0.0.1 (default), 0.0.0.0, ::1,\n"
+    "                        [::1], :: (dual-stack: IPv4 clients too)\n"
     "  --root DIR            static files (default: the demo site)\n"
     "  --threads MIN[:MAX]   pool threads for blocking work (default 2:64)\n"
     "  --loops N             event loops (default: one per core)\n"
@@ -73,7 +76,11 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_unsigned(value, 65535, n)) return bad();
     o.port = static_cast<std::uint16_t>(n);
   } else if (name == "bind") {
-    if (value.empty()) return bad();
+    if (!is_bind_address(value)) {
+      error = "bad value for --bind: '" + std::string(value) +
+              "' (an IPv4 or IPv6 address: 127.0.0.1, 0.0.0.0, ::1, [::1], ::)";
+      return false;
+    }
     o.bind = value;
   } else if (name == "root") {
     if (value.empty()) return bad();

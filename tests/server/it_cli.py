@@ -4,16 +4,8 @@
 
 import os
 import socket
-import subprocess
 
-from spoold_harness import SCALE, SiteTestCase, Spoold, main, spoold_binary
-
-
-def run_spoold(args, env=None, timeout=30):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run([spoold_binary()] + args, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, env=full_env, timeout=timeout * SCALE)
+from spoold_harness import SiteTestCase, Spoold, main, run_spoold
 
 
 class CommandLineTest(SiteTestCase):

@@ -31,7 +31,8 @@ MODEL = os.environ.get("SPOOLD_MODEL") or "epoll"
 # Serves one connection at a time: every other client waits in the listen backlog.
 ONE_AT_A_TIME = MODEL == "iterative"
 
-LISTEN_RE = re.compile(r"spoold: listening on http://([0-9.]+):(\d+)/")
+# The host is an IPv4 address or a bracketed IPv6 one ("[::1]", --bind ::1).
+LISTEN_RE = re.compile(r"spoold: listening on http://([0-9.]+|\[[0-9a-fA-F:.]+\]):(\d+)/")
 CPU_LINE = "spoold: cpu user"
 SANITIZER_MARKERS = (
     "WARNING: ThreadSanitizer",
@@ -75,6 +76,14 @@ def spoold_binary():
     if not path or not os.access(path, os.X_OK):
         raise RuntimeError(f"env SPOOLD must name the spoold binary (got {path!r})")
     return path
+
+
+def run_spoold(args, env=None, timeout=30):
+    """spoold run to its exit (for command lines it refuses): the CompletedProcess, text."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([spoold_binary()] + args, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=full_env, timeout=timeout * SCALE)
 
 
 # --------------------------------------------------------------------------------------------
