@@ -1,0 +1,181 @@
+"""Per-client limits: --max-connections-per-client refuses a client's connections past the
+limit with 429 (and an end-of-file) while other clients are served; --rate-limit answers a
+client's requests past its bucket with 429 and Retry-After on a connection that stays usable;
+--trust exempts a proxy and limits the client named by its X-Forwarded-For instead. Clients are
+told apart by binding their sockets to different loopback addresses (127.0.0.0/8 is all local).
+
+The rate-limit tests hold several connections of one client, so they run only where one process
+serves every connection (not forking, whose children each have their own buckets)."""
+
+import concurrent.futures
+import socket
+import unittest
+
+from spoold_harness import (HELLO, MODEL, SCALE, Conn, ServerTestCase, build_request, main,
+                            run_spoold, wait_until)
+
+REFUSED_429 = (b"HTTP/1.1 429 Too Many Requests\r\n"
+               b"Content-Type: text/plain; charset=utf-8\r\n"
+               b"Content-Length: 40\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+               b"Too many connections from your address.\n")
+
+ONE_PROCESS = MODEL not in ("forking", "preforked")
+
+
+def conn_from(port, source):
+    """A connection to the server from loopback address `source`."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(30 * SCALE)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return Conn(port, sock=s)
+
+
+def get_on(c, path="/hello.txt", headers=None):
+    c.send(build_request("GET", path, headers))
+    return c.read_response()
+
+
+def fetch_from(port, source, headers=None):
+    """One request on a fresh connection from `source`: the response."""
+    with conn_from(port, source) as c:
+        return get_on(c, headers={"Connection": "close", **(headers or {})})
+
+
+def refused_from(port, source):
+    """Connects from `source`, sends a request and reads to the end: what it read."""
+    with conn_from(port, source) as c:
+        c.send(build_request("GET", "/hello.txt"))
+        return c.read_to_eof()
+
+
+class ConnectionLimitTest(ServerTestCase):
+    LIMIT = 20
+    server_args = ("--max-connections-per-client", str(LIMIT), "--idle-timeout", "600",
+                   "--header-timeout", "600")
+
+    def try_hold(self, source):
+        """hold(), or None when the connection is refused (its place not back yet)."""
+        c = conn_from(self.server.port, source)
+        r = get_on(c)
+        if r.status == 429:
+            c.close()
+            return None
+        self.assertEqual((r.status, r.body), (200, HELLO))
+        return c
+
+    def hold(self, source):
+        """A connection from `source` that has been served (so surely counted)."""
+        c = self.try_hold(source)
+        self.assertIsNotNone(c, "refused below the limit")
+        return c
+
+    def test_one_client_cannot_take_every_slot(self):
+        held = []
+        try:
+            for _ in range(self.LIMIT):
+                held.append(self.hold("127.0.0.2"))
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+                refused = pool.map(refused_from, [self.server.port] * 10, ["127.0.0.2"] * 10)
+                normal = [fetch_from(self.server.port, "127.0.0.3") for _ in range(200)]
+                refused = list(refused)
+            self.assertEqual([r for r in refused if r != REFUSED_429], [],
+                             "a connection past the limit did not read the whole 429 and EOF")
+            self.assertEqual([r.status for r in normal if r.status != 200], [],
+                             "another client's request failed")
+            # The held connections are still served.
+            for c in held:
+                r = get_on(c)
+                self.assertEqual((r.status, r.body), (200, HELLO))
+
+            # Closing five gives back exactly five places.
+            for c in held[:5]:
+                c.close()
+            del held[:5]
+            for _ in range(5):
+                held.append(wait_until(lambda: self.try_hold("127.0.0.2"), 30,
+                                       "a place of a closed connection to come back"))
+            self.assertEqual(refused_from(self.server.port, "127.0.0.2"), REFUSED_429)
+        finally:
+            for c in held:
+                c.close()
+        m = self.server.metrics()
+        self.assertGreaterEqual(m["spoold_connections_refused_per_client_total"], 11)
+        self.assertEqual(m["spoold_connections_refused_total"], 0)
+        self.assertGreaterEqual(m['spoold_requests_total{code="429"}'], 11)
+
+
+@unittest.skipUnless(ONE_PROCESS, "buckets are per process in " + MODEL)
+class RateLimitTest(ServerTestCase):
+    server_args = ("--rate-limit", "5", "--rate-burst", "5")
+
+    def test_burst_then_429_on_a_usable_connection(self):
+        with conn_from(self.server.port, "127.0.0.5") as c:
+            statuses = []
+            first_429 = None
+            for _ in range(20):
+                r = get_on(c)
+                statuses.append(r.status)
+                if r.status == 429 and first_429 is None:
+                    first_429 = r
+            self.assertEqual(statuses[:6], [200] * 5 + [429], statuses)
+            self.assertIsNone(first_429.header("Connection"), "a 429 must not close")
+            self.assertGreaterEqual(int(first_429.header("Retry-After")), 1)
+            # Still open: once a token is back, the same connection is served.
+            wait_until(lambda: get_on(c).status == 200, 30,
+                       "the rate-limited connection to be served again")
+        m = self.server.metrics()
+        self.assertGreaterEqual(m["spoold_requests_rate_limited_total"], 1)
+
+
+@unittest.skipUnless(ONE_PROCESS, "buckets are per process in " + MODEL)
+class TrustTest(ServerTestCase):
+    server_args = ("--rate-limit", "2", "--rate-burst", "2", "--max-connections-per-client", "2",
+                   "--trust", "10.0.0.0/8,127.0.0.4/32", "--idle-timeout", "600")
+
+    def burst(self, source, forwarded=None, count=3):
+        headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+        with conn_from(self.server.port, source) as c:
+            return [get_on(c, headers=headers).status for _ in range(count)]
+
+    def test_forwarded_clients_have_their_own_buckets(self):
+        self.assertEqual(self.burst("127.0.0.4", "10.1.2.3"), [200, 200, 429])
+        self.assertEqual(self.burst("127.0.0.4", "10.1.2.3", count=1), [429])
+        # The last address is the one the proxy saw; each has its own bucket.
+        self.assertEqual(self.burst("127.0.0.4", "10.1.2.3, 10.1.2.4"), [200, 200, 429])
+
+    def test_trusted_peer_is_not_limited(self):
+        self.assertEqual(self.burst("127.0.0.4", count=6), [200] * 6)
+        held = [conn_from(self.server.port, "127.0.0.4") for _ in range(4)]
+        try:
+            for c in held:
+                self.assertEqual(get_on(c).status, 200)
+        finally:
+            for c in held:
+                c.close()
+
+    def test_forwarded_for_from_untrusted_peer_is_ignored(self):
+        self.assertEqual(self.burst("127.0.0.6", "10.1.2.5"), [200, 200, 429])
+        # Another forwarded address does not give the same peer a new bucket.
+        self.assertEqual(self.burst("127.0.0.6", "10.1.2.6", count=1), [429])
+
+
+class OptionErrorTest(unittest.TestCase):
+    def test_bad_values_are_usage_errors(self):
+        for args in (["--max-connections-per-client", "-1"],
+                     ["--max-connections-per-client", "x"],
+                     ["--rate-limit", "fast"],
+                     ["--rate-limit", "5", "--rate-burst", "0"],
+                     ["--rate-burst", "5"],
+                     ["--trust", "127.0.0.1/33"],
+                     ["--trust", "::1/129"],
+                     ["--trust", "10.0.0.0/8,"],
+                     ["--trust", "example.com"]):
+            with self.subTest(args=args):
+                p = run_spoold(args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("--", p.stderr)
+
+
+if __name__ == "__main__":
+    main()
