@@ -91,6 +91,14 @@ bool ip_address::is_v4() const noexcept {
   return std::memcmp(bytes.data(), mapped, sizeof mapped) == 0;
 }
 
+std::string ip_address::text() const {
+  sockaddr_storage storage{};
+  auto& in6 = reinterpret_cast<sockaddr_in6&>(storage);
+  in6.sin6_family = AF_INET6;
+  std::memcpy(&in6.sin6_addr, bytes.data(), bytes.size());
+  return address_text(storage);
+}
+
 std::optional<ip_address> parse_ip_address(std::string_view text) {
   if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
   char buf[INET6_ADDRSTRLEN];

@@ -19,6 +19,7 @@ struct ip_address {
   std::array<std::uint8_t, 16> bytes{};
 
   [[nodiscard]] bool is_v4() const noexcept;
+  [[nodiscard]] std::string text() const;  // as peer_address::text() prints it
   friend bool operator==(const ip_address&, const ip_address&) = default;
 };
 

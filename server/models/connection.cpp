@@ -26,6 +26,22 @@ constexpr std::size_t file_chunk = 1u << 20;
 
 constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
+// saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
+// address.
+std::optional<ip_address> forwarded_for(const http::request& req) {
+  std::string_view last;
+  for (const http::header& h : req.headers) {
+    if (http::ascii_iequals(h.name, "X-Forwarded-For")) last = h.value;
+  }
+  if (const auto comma = last.rfind(','); comma != std::string_view::npos) {
+    last.remove_prefix(comma + 1);
+  }
+  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+  return parse_ip_address(last);
+}
+
 }  // namespace
 
 http::response run_job_here(blocking_job& job) {
@@ -69,6 +85,10 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
     : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer),
       slot_(std::move(a.slot)) {
   a.fd = -1;  // socket_'s now
+  if (!ctx_.opts.trust.empty()) {
+    const std::optional<ip_address> ip = peer_.ip();
+    trusted_peer_ = ip && is_trusted(ctx_.opts, *ip);
+  }
   driver_.opened();
   ctx_.counters.connection_opened();
 }
@@ -320,8 +340,12 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
     info.log_line.append(req.method_text).append(" ").append(req.target);
     info.log_line.append(req.version_minor == 0 ? " HTTP/1.0" : " HTTP/1.1");
   }
+  // A trusted peer (a proxy) is not limited itself; the client it names is, and is logged.
+  // X-Forwarded-For from any other peer is the client's own word, and ignored.
+  const std::optional<ip_address> client = trusted_peer_ ? forwarded_for(req) : peer_.ip();
+  if (ctx_.log && trusted_peer_ && client) info.client = client->text();
   handled h;
-  if (const std::uint32_t wait = rate_wait(req, now); wait > 0) {
+  if (const std::uint32_t wait = rate_wait(client, now); wait > 0) {
     // Answered, not dropped: the connection stays usable for when the client has a token.
     h.response = http::error_response(429, "Too many requests from your address; slow down.");
     h.response.add_header("Retry-After", std::to_string(wait));
@@ -348,34 +372,9 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
   respond(info, std::move(h.response));
 }
 
-namespace {
-
-// The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
-// saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
-// address.
-std::optional<ip_address> forwarded_for(const http::request& req) {
-  std::string_view last;
-  for (const http::header& h : req.headers) {
-    if (http::ascii_iequals(h.name, "X-Forwarded-For")) last = h.value;
-  }
-  if (const auto comma = last.rfind(','); comma != std::string_view::npos) {
-    last.remove_prefix(comma + 1);
-  }
-  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
-  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
-  return parse_ip_address(last);
-}
-
-}  // namespace
-
-std::uint32_t connection::rate_wait(const http::request& req, steady_clock::time_point now) {
-  if (ctx_.clients == nullptr || ctx_.opts.rate_limit == 0) return 0;
-  std::optional<ip_address> client = peer_.ip();
-  if (!client) return 0;
-  // A trusted peer (a proxy) is not limited itself; the client it names is. X-Forwarded-For
-  // from any other peer is the client's own word, and ignored.
-  if (is_trusted(ctx_.opts, *client)) client = forwarded_for(req);
-  if (!client) return 0;
+std::uint32_t connection::rate_wait(const std::optional<ip_address>& client,
+                                    steady_clock::time_point now) {
+  if (!client || ctx_.clients == nullptr || ctx_.opts.rate_limit == 0) return 0;
   return ctx_.clients->take_token(client_key_of(*client), now);
 }
 
@@ -411,7 +410,10 @@ void connection::respond(const request_info& info, http::response r) {
   // that closes after a single write does not need the system call.
   if (keep) set_nodelay();
   ctx_.counters.record_response(status, bytes);
-  if (ctx_.log) ctx_.log->record(peer_.text(), info.log_line, status, body_bytes);
+  if (ctx_.log) {
+    ctx_.log->record(info.client.empty() ? peer_.text() : info.client, info.log_line, status,
+                     body_bytes);
+  }
   if (!keep) close_after_write_ = true;
 }
 

@@ -174,6 +174,7 @@ class connection {
     int version_minor = 1;
     bool keep_alive = true;
     std::string log_line;  // "GET /x HTTP/1.1", only when access logging is on
+    std::string client;    // the address to log if not the peer's (X-Forwarded-For)
   };
 
   [[nodiscard]] bool has_input() const noexcept { return !in_.empty(); }
@@ -192,9 +193,9 @@ class connection {
   void read_input(steady_clock::time_point now);
   void drain_lingering();
   void answer(http::request& req, std::size_t consumed, steady_clock::time_point now);
-  // Under --rate-limit: 0 if the request may be served, else the seconds its client should wait
-  // (Retry-After). Takes a token of the client's bucket.
-  std::uint32_t rate_wait(const http::request& req, steady_clock::time_point now);
+  // Under --rate-limit: 0 if a request of `client` may be served, else the seconds the client
+  // should wait (Retry-After). Takes a token of the client's bucket; nullopt is not limited.
+  std::uint32_t rate_wait(const std::optional<ip_address>& client, steady_clock::time_point now);
   void respond(const request_info& info, http::response r);
   void fail_request(int status, std::string_view reason);
   void flush(steady_clock::time_point now);
@@ -233,6 +234,7 @@ class connection {
   bool stopping_ = false;           // on_stop() was called
   bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
   bool refused_ = false;            // made by the refusal constructor: not counted as open
+  bool trusted_peer_ = false;       // a --trust peer: its requests name their client
   request_info pending_;            // the request whose job is running
   peer_address peer_;
   client_slot slot_;  // the connection's place in its client's count; given back at close()

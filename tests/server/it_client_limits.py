@@ -131,7 +131,8 @@ class RateLimitTest(ServerTestCase):
 @unittest.skipUnless(ONE_PROCESS, "buckets are per process in " + MODEL)
 class TrustTest(ServerTestCase):
     server_args = ("--rate-limit", "2", "--rate-burst", "2", "--max-connections-per-client", "2",
-                   "--trust", "10.0.0.0/8,127.0.0.4/32", "--idle-timeout", "600")
+                   "--trust", "10.0.0.0/8,127.0.0.4/32", "--idle-timeout", "600",
+                   "--access-log", "-")
 
     def burst(self, source, forwarded=None, count=3):
         headers = {"X-Forwarded-For": forwarded} if forwarded else {}
@@ -153,6 +154,20 @@ class TrustTest(ServerTestCase):
         finally:
             for c in held:
                 c.close()
+
+    def logged(self, path):
+        """The access-log line (on spoold's stdout) of the request for `path`."""
+        line = self.server.out.wait_for(lambda l: f"GET {path} " in l, 30 * SCALE)
+        self.assertIsNotNone(line, f"no access-log line for {path}")
+        return line
+
+    def test_access_log_names_the_forwarded_client_of_a_trusted_peer(self):
+        for source, path in (("127.0.0.4", "/hello.txt?trusted"),
+                             ("127.0.0.7", "/hello.txt?untrusted")):
+            with conn_from(self.server.port, source) as c:
+                self.assertEqual(get_on(c, path, {"X-Forwarded-For": "10.7.7.7"}).status, 200)
+        self.assertTrue(self.logged("/hello.txt?trusted").startswith("10.7.7.7 "))
+        self.assertTrue(self.logged("/hello.txt?untrusted").startswith("127.0.0.7 "))
 
     def test_forwarded_for_from_untrusted_peer_is_ignored(self):
         self.assertEqual(self.burst("127.0.0.6", "10.1.2.5"), [200, 200, 429])
