@@ -4,15 +4,17 @@ client's requests past its bucket with 429 and Retry-After on a connection that 
 --trust exempts a proxy and limits the client named by its X-Forwarded-For instead. Clients are
 told apart by binding their sockets to different loopback addresses (127.0.0.0/8 is all local).
 
-The rate-limit tests hold several connections of one client, so they run only where one process
-serves every connection (not forking, whose children each have their own buckets)."""
+Where the counts are per process (README.md, "Per-client limits") the tests assert that
+instead: in preforked a worker counts only its own connection, and in forking and preforked a
+bucket lives in the process that serves the connection, so the tests that spread one client's
+requests over several connections run only where one process serves them all."""
 
 import concurrent.futures
 import socket
 import unittest
 
-from spoold_harness import (HELLO, MODEL, SCALE, Conn, ServerTestCase, build_request, main,
-                            run_spoold, wait_until)
+from spoold_harness import (HELLO, MODEL, SCALE, Conn, ServerTestCase, SiteTestCase, Spoold,
+                            build_request, main, run_spoold, wait_until)
 
 REFUSED_429 = (b"HTTP/1.1 429 Too Many Requests\r\n"
                b"Content-Type: text/plain; charset=utf-8\r\n"
@@ -20,14 +22,17 @@ REFUSED_429 = (b"HTTP/1.1 429 Too Many Requests\r\n"
                b"Too many connections from your address.\n")
 
 ONE_PROCESS = MODEL not in ("forking", "preforked")
+# One count per server: every model but preforked, whose workers count apart.
+SHARED_COUNT = MODEL != "preforked"
 
 
-def conn_from(port, source):
+def conn_from(port, source, server="127.0.0.1"):
     """A connection to the server from loopback address `source`."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in source else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
     s.settimeout(30 * SCALE)
     s.bind((source, 0))
-    s.connect(("127.0.0.1", port))
+    s.connect((server, port))
     return Conn(port, sock=s)
 
 
@@ -49,6 +54,7 @@ def refused_from(port, source):
         return c.read_to_eof()
 
 
+@unittest.skipUnless(SHARED_COUNT, "each preforked worker counts apart (PerWorkerCountTest)")
 class ConnectionLimitTest(ServerTestCase):
     LIMIT = 20
     server_args = ("--max-connections-per-client", str(LIMIT), "--idle-timeout", "600",
@@ -105,8 +111,49 @@ class ConnectionLimitTest(ServerTestCase):
         self.assertGreaterEqual(m['spoold_requests_total{code="429"}'], 11)
 
 
-@unittest.skipUnless(ONE_PROCESS, "buckets are per process in " + MODEL)
+@unittest.skipIf(SHARED_COUNT, "preforked only")
+class PerWorkerCountTest(ServerTestCase):
+    """preforked: each worker counts only the connection it serves, one at a time, so one
+    client holds as many connections as there are workers whatever the limit."""
+    server_args = ("--max-connections-per-client", "1", "--workers", "2",
+                   "--idle-timeout", "600")
+
+    def test_limit_is_per_worker(self):
+        with conn_from(self.server.port, "127.0.0.2") as a, \
+                conn_from(self.server.port, "127.0.0.2") as b:
+            for c in (a, b):
+                r = get_on(c)
+                self.assertEqual((r.status, r.body), (200, HELLO))
+
+
+@unittest.skipUnless(SHARED_COUNT, "each preforked worker counts apart (PerWorkerCountTest)")
+class DualStackTest(SiteTestCase):
+    """--bind ::: an IPv4 client (a v4-mapped peer) counts as its IPv4 address, apart from an
+    IPv6 one."""
+
+    def test_v4_mapped_peer_counts_as_ipv4(self):
+        try:
+            with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+                s.bind(("::1", 0))
+        except OSError as e:
+            self.fail(f"this machine has no IPv6 loopback address (::1): {e}")
+        server = Spoold(self.site, self.store, ["--bind", "::", "--max-connections-per-client",
+                                                "1", "--idle-timeout", "600"])
+        server.start()
+        try:
+            with conn_from(server.port, "127.0.0.2") as held:
+                self.assertEqual(get_on(held).status, 200)
+                with conn_from(server.port, "127.0.0.2") as refused:
+                    refused.send(build_request("GET", "/hello.txt"))
+                    self.assertEqual(refused.read_to_eof(), REFUSED_429)
+                with conn_from(server.port, "::1", "::1") as other:
+                    self.assertEqual(get_on(other).status, 200)
+        finally:
+            server.stop()
+
+
 class RateLimitTest(ServerTestCase):
+    """One connection: its process's bucket, in every model."""
     server_args = ("--rate-limit", "5", "--rate-burst", "5")
 
     def test_burst_then_429_on_a_usable_connection(self):
