@@ -124,7 +124,8 @@ std::optional<ip_range> parse_ip_range(std::string_view text) {
   const auto slash = text.find('/');
   const auto base = parse_ip_address(text.substr(0, slash));
   if (!base) return std::nullopt;
-  const unsigned width = base->is_v4() ? 32 : 128;
+  // The prefix counts in the family as written: "::ffff:10.0.0.0/104" is IPv6's.
+  const unsigned width = text.substr(0, slash).find(':') == std::string_view::npos ? 32 : 128;
   unsigned prefix = width;
   if (slash != std::string_view::npos) {
     const auto digits = text.substr(slash + 1);

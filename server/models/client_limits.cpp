@@ -38,8 +38,11 @@ client_table::shard& client_table::shard_of(const client_key& key) noexcept {
 }
 
 void client_table::refill(entry& e, clock::time_point now) const noexcept {
+  // `now` may be a little older than the last refill (read before another thread's, which took
+  // the lock first): then there is nothing to add, and the later time stands.
   const std::chrono::duration<double> elapsed = now - e.refilled;
-  if (elapsed.count() > 0) e.tokens = std::min(burst_, e.tokens + elapsed.count() * rate_);
+  if (elapsed.count() <= 0) return;
+  e.tokens = std::min(burst_, e.tokens + elapsed.count() * rate_);
   e.refilled = now;
 }
 
