@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
@@ -33,7 +34,8 @@ constexpr std::string_view help_text =
     "  --max-connections N   open connections; past it: 503 (default 10000)\n"
     "  --max-connections-per-client N  open connections per client address; past\n"
     "                        it: 429 (default 0: no limit)\n"
-    "  --rate-limit R        requests per second per client address; past it: 429\n"
+    "  --rate-limit R        requests per client address: N or N/s per second, N/m per\n"
+    "                        minute; past it: 429\n"
     "                        (default 0: no limit)\n"
     "  --rate-burst B        requests a client may send at once (default: R)\n"
     "  --trust ADDR[/PREFIX][,...]  peers exempt from the limits (a load balancer); their\n"
@@ -133,8 +135,20 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_unsigned(value, 10'000'000, n)) return bad();
     o.max_connections_per_client = n;
   } else if (name == "rate-limit") {
+    // N, N/s (per second) or N/m (per minute).
+    double per_second = 1;
+    auto slash = value.find('/');
+    if (slash != std::string_view::npos) {
+      const auto unit = value.substr(slash + 1);
+      if (unit == "m") {
+        per_second = 1.0 / 60;
+      } else if (unit != "s") {
+        return bad();
+      }
+      value = value.substr(0, slash);
+    }
     if (!parse_unsigned(value, 1'000'000, n)) return bad();
-    o.rate_limit = static_cast<std::uint32_t>(n);
+    o.rate_limit = static_cast<double>(n) * per_second;
   } else if (name == "rate-burst") {
     if (!parse_unsigned(value, 1'000'000, n) || n == 0) return bad();
     o.rate_burst = static_cast<std::uint32_t>(n);
@@ -253,7 +267,10 @@ parsed_options parse_options(int argc, char** argv) {
     if (!apply(o, arg, value, result.message)) return fail(result.message);
   }
   if (o.rate_burst != 0 && o.rate_limit == 0) return fail("--rate-burst needs --rate-limit");
-  if (o.rate_burst == 0) o.rate_burst = o.rate_limit;
+  // Default: a second's worth of requests, at least one.
+  if (o.rate_burst == 0 && o.rate_limit > 0) {
+    o.rate_burst = static_cast<std::uint32_t>(std::max(1.0, std::ceil(o.rate_limit)));
+  }
   if (o.loops == 0) o.loops = std::max(1u, std::thread::hardware_concurrency());
   return result;
 }

@@ -29,7 +29,7 @@ struct options {
   std::size_t max_connections = 10000;
   // Per-client limits (README.md, "Per-client limits"); 0: none.
   std::size_t max_connections_per_client = 0;
-  std::uint32_t rate_limit = 0;  // requests per second per client
+  double rate_limit = 0;         // requests per second per client (N/m: N / 60)
   std::uint32_t rate_burst = 0;  // the bucket's size; 0: rate_limit
   // Peers exempt from both limits, whose requests are limited by X-Forwarded-For's last address.
   std::vector<ip_range> trust;

@@ -24,7 +24,7 @@ void client_slot::release() noexcept {
   std::exchange(table_, nullptr)->close(key_);
 }
 
-client_table::client_table(std::size_t max_open, std::uint32_t rate, std::uint32_t burst)
+client_table::client_table(std::size_t max_open, double rate, std::uint32_t burst)
     : max_open_(max_open), rate_(rate), burst_(burst) {}
 
 std::size_t client_table::key_hash::operator()(const client_key& k) const noexcept {

@@ -68,7 +68,7 @@ class client_table {
 
   // `max_open`: connections per client, 0 for no limit. `rate`: requests per second, 0 for no
   // limit; `burst`: the bucket's size.
-  client_table(std::size_t max_open, std::uint32_t rate, std::uint32_t burst);
+  client_table(std::size_t max_open, double rate, std::uint32_t burst);
   client_table(const client_table&) = delete;
   client_table& operator=(const client_table&) = delete;
 
