@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <spool/spool.hpp>
@@ -29,6 +30,7 @@
 #include "app/metrics.hpp"
 #include "app/static_files.hpp"
 #include "models/model.hpp"
+#include "models/client_limits.hpp"
 #include "models/refusals.hpp"
 #include "net.hpp"
 #include "options.hpp"
@@ -105,6 +107,11 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
 
   spoold::app application(files, *store, counters, pool, opts.node_name);
   spoold::server_context ctx{opts, application, counters, pool, log.get()};
+  std::optional<spoold::client_table> clients;
+  if (opts.max_connections_per_client > 0 || opts.rate_limit > 0) {
+    clients.emplace(opts.max_connections_per_client, opts.rate_limit, opts.rate_burst);
+    ctx.clients = &*clients;
+  }
   spoold::refusals refused(ctx);  // outlives the model, whose threads hand it connections
   ctx.refused = &refused;
   std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);

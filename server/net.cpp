@@ -76,6 +76,89 @@ std::string peer_address::text() const {
   return text.empty() ? "-" : text;
 }
 
+namespace {
+
+// Byte i of the mask of a prefix `bits` long.
+std::uint8_t prefix_mask(unsigned bits, unsigned i) noexcept {
+  const unsigned left = bits > i * 8 ? bits - i * 8 : 0;
+  return static_cast<std::uint8_t>(left >= 8 ? 0xff : (0xff << (8 - left)) & 0xff);
+}
+
+}  // namespace
+
+bool ip_address::is_v4() const noexcept {
+  static constexpr std::uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(bytes.data(), mapped, sizeof mapped) == 0;
+}
+
+std::string ip_address::text() const {
+  sockaddr_storage storage{};
+  auto& in6 = reinterpret_cast<sockaddr_in6&>(storage);
+  in6.sin6_family = AF_INET6;
+  std::memcpy(&in6.sin6_addr, bytes.data(), bytes.size());
+  return address_text(storage);
+}
+
+std::optional<ip_address> parse_ip_address(std::string_view text) {
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  char buf[INET6_ADDRSTRLEN];
+  std::memcpy(buf, text.data(), text.size());
+  buf[text.size()] = '\0';
+  ip_address a;
+  if (::inet_pton(AF_INET, buf, a.bytes.data() + 12) == 1) {
+    a.bytes[10] = a.bytes[11] = 0xff;
+    return a;
+  }
+  if (::inet_pton(AF_INET6, buf, a.bytes.data()) == 1) return a;
+  return std::nullopt;
+}
+
+bool ip_range::contains(const ip_address& a) const noexcept {
+  for (unsigned i = 0; i < 16; ++i) {
+    if ((a.bytes[i] & prefix_mask(bits, i)) != base.bytes[i]) return false;
+  }
+  return true;
+}
+
+std::optional<ip_range> parse_ip_range(std::string_view text) {
+  const auto slash = text.find('/');
+  const auto base = parse_ip_address(text.substr(0, slash));
+  if (!base) return std::nullopt;
+  // The prefix counts in the family as written: "::ffff:10.0.0.0/104" is IPv6's.
+  const unsigned width = text.substr(0, slash).find(':') == std::string_view::npos ? 32 : 128;
+  unsigned prefix = width;
+  if (slash != std::string_view::npos) {
+    const auto digits = text.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3) return std::nullopt;
+    prefix = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      prefix = prefix * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (prefix > width) return std::nullopt;
+  }
+  ip_range r{*base, prefix + (128 - width)};
+  // Bits past the prefix are cleared, so that contains() compares masked bytes with it.
+  for (unsigned i = 0; i < 16; ++i) r.base.bytes[i] &= prefix_mask(r.bits, i);
+  return r;
+}
+
+std::optional<ip_address> peer_address::ip() const noexcept {
+  ip_address a;
+  if (storage.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(storage);
+    a.bytes[10] = a.bytes[11] = 0xff;
+    std::memcpy(a.bytes.data() + 12, &v4.sin_addr, 4);
+    return a;
+  }
+  if (storage.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(storage);
+    std::memcpy(a.bytes.data(), &v6.sin6_addr, 16);
+    return a;
+  }
+  return std::nullopt;
+}
+
 bool is_bind_address(std::string_view text) {
   socket_address addr;
   return parse_bind(text, 0, addr);

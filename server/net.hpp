@@ -5,11 +5,36 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace spoold {
+
+// An IP address in IPv6 form: an IPv4 address as the IPv6 address that maps it
+// (::ffff:a.b.c.d), so one comparison serves both families.
+struct ip_address {
+  std::array<std::uint8_t, 16> bytes{};
+
+  [[nodiscard]] bool is_v4() const noexcept;
+  [[nodiscard]] std::string text() const;  // as peer_address::text() prints it
+  friend bool operator==(const ip_address&, const ip_address&) = default;
+};
+
+// "10.1.2.3", "2001:db8::1" (no brackets, no port); nullopt for anything else.
+std::optional<ip_address> parse_ip_address(std::string_view text);
+
+// An address range, --trust's "ADDR/PREFIX" (an address alone: just that address).
+struct ip_range {
+  ip_address base;    // bits past the prefix are zero
+  unsigned bits = 0;  // of the IPv6 form: an IPv4 /N is 96 + N
+
+  [[nodiscard]] bool contains(const ip_address& a) const noexcept;
+};
+
+std::optional<ip_range> parse_ip_range(std::string_view text);
 
 // A client's address as accept() reported it. The storage holds any family.
 struct peer_address {
@@ -21,6 +46,8 @@ struct peer_address {
   // IPv4 address it maps, so a client reads the same whichever way it came in; "-" when it
   // cannot be printed.
   [[nodiscard]] std::string text() const;
+  // The address; nullopt for a family other than IPv4 and IPv6.
+  [[nodiscard]] std::optional<ip_address> ip() const noexcept;
 };
 
 // True if `text` is a --bind address: IPv4 ("127.0.0.1") or IPv6, bare ("::1") or in the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
@@ -31,6 +32,14 @@ constexpr std::string_view help_text =
     "  --accept-lock on|off  prethreaded: one thread at a time in accept() (default on)\n"
     "  --access-log FILE|-   Common Log Format access log (default off)\n"
     "  --max-connections N   open connections; past it: 503 (default 10000)\n"
+    "  --max-connections-per-client N  open connections per client address; past\n"
+    "                        it: 429 (default 0: no limit)\n"
+    "  --rate-limit R        requests per client address: N or N/s per second, N/m per\n"
+    "                        minute; past it: 429\n"
+    "                        (default 0: no limit)\n"
+    "  --rate-burst B        requests a client may send at once (default: R)\n"
+    "  --trust ADDR[/PREFIX][,...]  peers exempt from the limits (a load balancer); their\n"
+    "                        requests are limited by X-Forwarded-For's last address\n"
     "  --header-timeout S    seconds to send a request head (default 10)\n"
     "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
     "  --write-timeout S     seconds a client may read nothing (default 30)\n"
@@ -122,6 +131,41 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
   } else if (name == "max-connections") {
     if (!parse_unsigned(value, 10'000'000, n) || n == 0) return bad();
     o.max_connections = n;
+  } else if (name == "max-connections-per-client") {
+    if (!parse_unsigned(value, 10'000'000, n)) return bad();
+    o.max_connections_per_client = n;
+  } else if (name == "rate-limit") {
+    // N, N/s (per second) or N/m (per minute).
+    double per_second = 1;
+    auto slash = value.find('/');
+    if (slash != std::string_view::npos) {
+      const auto unit = value.substr(slash + 1);
+      if (unit == "m") {
+        per_second = 1.0 / 60;
+      } else if (unit != "s") {
+        return bad();
+      }
+      value = value.substr(0, slash);
+    }
+    if (!parse_unsigned(value, 1'000'000, n)) return bad();
+    o.rate_limit = static_cast<double>(n) * per_second;
+  } else if (name == "rate-burst") {
+    if (!parse_unsigned(value, 1'000'000, n) || n == 0) return bad();
+    o.rate_burst = static_cast<std::uint32_t>(n);
+  } else if (name == "trust") {
+    // Repeatable, and each value a comma-separated list: the ranges add up.
+    for (std::size_t start = 0; start <= value.size();) {
+      auto comma = value.find(',', start);
+      if (comma == std::string_view::npos) comma = value.size();
+      auto range = parse_ip_range(value.substr(start, comma - start));
+      if (!range) {
+        error = "bad value for --trust: '" + std::string(value) +
+                "' (ADDR or ADDR/PREFIX, IPv4 or IPv6, comma-separated)";
+        return false;
+      }
+      o.trust.push_back(*range);
+      start = comma + 1;
+    }
   } else if (name == "header-timeout") {
     if (!parse_seconds(value, o.header_timeout) || o.header_timeout.count() == 0) return bad();
   } else if (name == "idle-timeout") {
@@ -166,7 +210,8 @@ constexpr std::string_view option_names[] = {
     "port",         "bind",          "root",       "threads",         "loops",
     "store",        "model",         "access-log", "max-connections", "header-timeout",
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
-    "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout"};
+    "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
+    "max-connections-per-client",    "rate-limit", "rate-burst",      "trust"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";
@@ -220,6 +265,11 @@ parsed_options parse_options(int argc, char** argv) {
       return fail("--" + std::string(arg) + " needs a value");
     }
     if (!apply(o, arg, value, result.message)) return fail(result.message);
+  }
+  if (o.rate_burst != 0 && o.rate_limit == 0) return fail("--rate-burst needs --rate-limit");
+  // Default: a second's worth of requests, at least one.
+  if (o.rate_burst == 0 && o.rate_limit > 0) {
+    o.rate_burst = static_cast<std::uint32_t>(std::max(1.0, std::ceil(o.rate_limit)));
   }
   if (o.loops == 0) o.loops = std::max(1u, std::thread::hardware_concurrency());
   return result;

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "http/parser.hpp"
+#include "net.hpp"
 
 namespace spoold {
 
@@ -25,6 +27,12 @@ struct options {
   bool accept_lock = true;
   std::string access_log;  // "" off, "-" stdout, else a file
   std::size_t max_connections = 10000;
+  // Per-client limits (README.md, "Per-client limits"); 0: none.
+  std::size_t max_connections_per_client = 0;
+  double rate_limit = 0;         // requests per second per client (N/m: N / 60)
+  std::uint32_t rate_burst = 0;  // the bucket's size; 0: rate_limit
+  // Peers exempt from both limits, whose requests are limited by X-Forwarded-For's last address.
+  std::vector<ip_range> trust;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{15'000};
   std::chrono::milliseconds write_timeout{30'000};

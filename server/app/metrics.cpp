@@ -30,6 +30,8 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> closed{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> accepts_exhausted{0};
+  std::atomic<std::uint64_t> refused_per_client{0};
+  std::atomic<std::uint64_t> rate_limited{0};
   std::atomic<std::uint64_t> store_errors{0};
   std::atomic<std::uint64_t> post_replays{0};
 };
@@ -187,6 +189,10 @@ void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::accept_exhausted() noexcept { bump(impl_->mine().accepts_exhausted); }
+void metrics::connection_refused_per_client() noexcept {
+  bump(impl_->mine().refused_per_client);
+}
+void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
 
@@ -216,6 +222,8 @@ metrics_snapshot metrics::snapshot() const {
     closed += load(s.closed);
     out.connections_refused += load(s.refused);
     out.accepts_exhausted += load(s.accepts_exhausted);
+    out.refused_per_client += load(s.refused_per_client);
+    out.rate_limited += load(s.rate_limited);
     out.store_errors += load(s.store_errors);
     out.post_replays += load(s.post_replays);
   });
@@ -273,6 +281,11 @@ std::string metrics::prometheus(const spool::stats& pool) const {
   family(out, "spoold_accepts_exhausted_total", "counter", labels,
          "Accepts that failed for want of descriptors or memory (accepting then pauses).",
          snap.accepts_exhausted);
+  family(out, "spoold_connections_refused_per_client_total", "counter", labels,
+         "Connections turned away with 429 past --max-connections-per-client.",
+         snap.refused_per_client);
+  family(out, "spoold_requests_rate_limited_total", "counter", labels,
+         "Requests answered 429 past --rate-limit.", snap.rate_limited);
   family(out, "spoold_store_errors_total", "counter", labels, "Guestbook store calls that failed.",
          snap.store_errors);
   family(out, "spoold_guestbook_replays_total", "counter", labels,
@@ -330,6 +343,10 @@ std::string metrics::json(const spool::stats& pool) const {
   json_field(out, "connections_refused", snap.connections_refused);
   out += ',';
   json_field(out, "accepts_exhausted", snap.accepts_exhausted);
+  out += ',';
+  json_field(out, "connections_refused_per_client", snap.refused_per_client);
+  out += ',';
+  json_field(out, "requests_rate_limited", snap.rate_limited);
   out += ',';
   json_field(out, "store_errors", snap.store_errors);
   out += ',';

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "http/parser.hpp"
+#include "models/client_limits.hpp"
 
 namespace spoold {
 namespace {
@@ -22,6 +25,22 @@ constexpr auto linger_time = std::chrono::seconds(2);
 constexpr std::size_t file_chunk = 1u << 20;
 
 constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
+// saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
+// address.
+std::optional<ip_address> forwarded_for(const http::request& req) {
+  std::string_view last;
+  for (const http::header& h : req.headers) {
+    if (http::ascii_iequals(h.name, "X-Forwarded-For")) last = h.value;
+  }
+  if (const auto comma = last.rfind(','); comma != std::string_view::npos) {
+    last.remove_prefix(comma + 1);
+  }
+  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+  return parse_ip_address(last);
+}
 
 }  // namespace
 
@@ -63,20 +82,24 @@ bool connection::input_buffer::make_room(std::size_t chunk, std::size_t limit) {
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
                        steady_clock::time_point now) noexcept
-    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer) {
+    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer),
+      slot_(std::move(a.slot)) {
   a.fd = -1;  // socket_'s now
+  if (!ctx_.opts.trust.empty()) {
+    const std::optional<ip_address> ip = peer_.ip();
+    trusted_peer_ = ip && is_trusted(ctx_.opts, *ip);
+  }
   driver_.opened();
   ctx_.counters.connection_opened();
 }
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
-                       steady_clock::time_point now, refusal_t)
+                       steady_clock::time_point now, refusal_t, refusal_reason why)
     : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), refused_(true),
       peer_(a.peer) {
   a.fd = -1;  // socket_'s now
-  ctx_.counters.connection_refused();
-  ctx_.counters.record_response(503, refused_response.size());
-  out_.assign(refused_response);
+  count_refusal(ctx_, why);
+  out_.assign(refusal_response(why));
   close_after_write_ = true;
   // Whatever the client sends is read away unanswered: the connection always lingers.
   discarded_input_ = true;
@@ -89,6 +112,7 @@ void connection::close() noexcept {
   if (closed()) return;
   socket_.close();
   file_.reset();
+  slot_.release();
   if (refused_) return;  // never counted as opened
   ctx_.counters.connection_closed();
   driver_.closed();
@@ -316,7 +340,19 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
     info.log_line.append(req.method_text).append(" ").append(req.target);
     info.log_line.append(req.version_minor == 0 ? " HTTP/1.0" : " HTTP/1.1");
   }
-  handled h = ctx_.application.handle(req);
+  // A trusted peer (a proxy) is not limited itself; the client it names is, and is logged.
+  // X-Forwarded-For from any other peer is the client's own word, and ignored.
+  const std::optional<ip_address> client = trusted_peer_ ? forwarded_for(req) : peer_.ip();
+  if (ctx_.log && trusted_peer_ && client) info.client = client->text();
+  handled h;
+  if (const std::uint32_t wait = rate_wait(client, now); wait > 0) {
+    // Answered, not dropped: the connection stays usable for when the client has a token.
+    h.response = http::error_response(429, "Too many requests from your address; slow down.");
+    h.response.add_header("Retry-After", std::to_string(wait));
+    ctx_.counters.request_rate_limited();
+  } else {
+    h = ctx_.application.handle(req);
+  }
   // The job owns copies of what it needs from the request: its bytes may go now.
   in_.consume(consumed);
   if (has_input()) head_started_ = now;
@@ -334,6 +370,12 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
     h.response = std::move(*r);
   }
   respond(info, std::move(h.response));
+}
+
+std::uint32_t connection::rate_wait(const std::optional<ip_address>& client,
+                                    steady_clock::time_point now) {
+  if (!client || ctx_.clients == nullptr || ctx_.opts.rate_limit == 0) return 0;
+  return ctx_.clients->take_token(client_key_of(*client), now);
 }
 
 void connection::fail_request(int status, std::string_view reason) {
@@ -368,7 +410,10 @@ void connection::respond(const request_info& info, http::response r) {
   // that closes after a single write does not need the system call.
   if (keep) set_nodelay();
   ctx_.counters.record_response(status, bytes);
-  if (ctx_.log) ctx_.log->record(peer_.text(), info.log_line, status, body_bytes);
+  if (ctx_.log) {
+    ctx_.log->record(info.client.empty() ? peer_.text() : info.client, info.log_line, status,
+                     body_bytes);
+  }
   if (!keep) close_after_write_ = true;
 }
 

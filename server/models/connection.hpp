@@ -99,13 +99,14 @@ class connection {
   // Takes the accepted socket and counts the connection as opened.
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
              steady_clock::time_point now) noexcept;
-  // Refuses the accepted socket: answers refused_response (503, Connection: close) at once and
+  // Refuses the accepted socket: answers refusal_response(why) (503 or 429, Connection: close)
+  // at once and
   // goes on as every final answer does, lingering until the client has closed or the linger
   // time is over (finish_or_linger). It never parses; it counts as refused, not as opened, and
   // is no part of its driver's count nor of any budget. Throws std::bad_alloc; `a`'s socket is
   // then closed.
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
-             steady_clock::time_point now, refusal_t);
+             steady_clock::time_point now, refusal_t, refusal_reason why);
   ~connection();  // closes the socket if still open; not virtual: delete the type you made
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -173,6 +174,7 @@ class connection {
     int version_minor = 1;
     bool keep_alive = true;
     std::string log_line;  // "GET /x HTTP/1.1", only when access logging is on
+    std::string client;    // the address to log if not the peer's (X-Forwarded-For)
   };
 
   [[nodiscard]] bool has_input() const noexcept { return !in_.empty(); }
@@ -191,6 +193,9 @@ class connection {
   void read_input(steady_clock::time_point now);
   void drain_lingering();
   void answer(http::request& req, std::size_t consumed, steady_clock::time_point now);
+  // Under --rate-limit: 0 if a request of `client` may be served, else the seconds the client
+  // should wait (Retry-After). Takes a token of the client's bucket; nullopt is not limited.
+  std::uint32_t rate_wait(const std::optional<ip_address>& client, steady_clock::time_point now);
   void respond(const request_info& info, http::response r);
   void fail_request(int status, std::string_view reason);
   void flush(steady_clock::time_point now);
@@ -229,8 +234,10 @@ class connection {
   bool stopping_ = false;           // on_stop() was called
   bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
   bool refused_ = false;            // made by the refusal constructor: not counted as open
+  bool trusted_peer_ = false;       // a --trust peer: its requests name their client
   request_info pending_;            // the request whose job is running
   peer_address peer_;
+  client_slot slot_;  // the connection's place in its client's count; given back at close()
 };
 
 }  // namespace spoold

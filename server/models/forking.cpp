@@ -26,7 +26,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "models/classic_model.hpp"
 
@@ -55,7 +55,9 @@ class forking_model : public classic_model {
   void shut_down();
   [[noreturn]] void child_main(accepted&& a);
 
-  std::unordered_set<pid_t> children_;  // only the acceptor thread touches it
+  // Each child with its connection's place in its client's count, held here until the child
+  // is reaped: the parent's count is the server's. Only the acceptor thread touches it.
+  std::unordered_map<pid_t, client_slot> children_;
 };
 
 void forking_model::run() {
@@ -90,7 +92,7 @@ void forking_model::accept_some() {
       return;
     }
     ::close(a.fd);  // the child's now
-    children_.insert(pid);
+    children_.emplace(pid, std::move(a.slot));
   });
   if (got == accept_outcome::exhausted || got == accept_outcome::failed) {
     stop_.wait_for(accept_pause);  // out of descriptors: let children finish first
@@ -132,7 +134,7 @@ void forking_model::shut_down() {
   if (!children_.empty()) {
     std::fprintf(stderr, "spoold: killing %zu connection processes after the grace period\n",
                  children_.size());
-    for (pid_t pid : children_) ::kill(pid, SIGKILL);
+    for (const auto& child : children_) ::kill(child.first, SIGKILL);
   }
   while (!children_.empty()) {
     int status = 0;

@@ -48,7 +48,7 @@ void report_exhausted(int err) noexcept {
 
 void listener::open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port) {
   close();
-  counters_ = &ctx.counters;
+  ctx_ = &ctx;
   fd_ = listen_tcp(ctx.opts.bind, port, reuse_port);
   if (blocking) {
     const int flags = ::fcntl(fd_, F_GETFL);
@@ -65,7 +65,10 @@ accept_outcome listener::accept(accepted& out) noexcept {
   for (;;) {
     out.peer.length = sizeof out.peer.storage;
     out.fd = ::accept4(fd_, out.peer.data(), &out.peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (out.fd >= 0) return accept_outcome::accepted;
+    if (out.fd >= 0) {
+      if (admit_client(out)) return accept_outcome::accepted;
+      continue;
+    }
     const int err = errno;
     switch (err) {
       case EINTR:
@@ -79,7 +82,7 @@ accept_outcome listener::accept(accepted& out) noexcept {
       case ENFILE:
       case ENOBUFS:
       case ENOMEM:
-        if (counters_ != nullptr) counters_->accept_exhausted();
+        if (ctx_ != nullptr) ctx_->counters.accept_exhausted();
         report_exhausted(err);
         return accept_outcome::exhausted;
       case EINVAL:  // shut down (blocking listeners), or not listening
@@ -89,6 +92,15 @@ accept_outcome listener::accept(accepted& out) noexcept {
         return accept_outcome::failed;
     }
   }
+}
+
+bool listener::admit_client(accepted& a) noexcept {
+  if (ctx_ == nullptr || ctx_->clients == nullptr) return true;
+  const auto ip = a.peer.ip();
+  if (!ip || is_trusted(ctx_->opts, *ip)) return true;
+  if (ctx_->clients->open(client_key_of(*ip), a.slot)) return true;
+  refuse_connection(*ctx_, std::move(a), refusal_reason::per_client);
+  return false;
 }
 
 void listener::shut_down() noexcept {
@@ -103,14 +115,25 @@ void listener::close() noexcept {
   fd_ = -1;
 }
 
-void refuse_connection(server_context& ctx, accepted&& a) noexcept {
+void count_refusal(server_context& ctx, refusal_reason why) noexcept {
+  if (why == refusal_reason::per_client) {
+    ctx.counters.connection_refused_per_client();
+    ctx.counters.record_response(429, refused_per_client_response.size());
+  } else {
+    ctx.counters.connection_refused();
+    ctx.counters.record_response(503, refused_response.size());
+  }
+}
+
+void refuse_connection(server_context& ctx, accepted&& a, refusal_reason why) noexcept {
+  a.slot.release();
   if (a.fd < 0) return;
-  if (ctx.refused != nullptr && ctx.refused->take(std::move(a))) return;
+  if (ctx.refused != nullptr && ctx.refused->take(std::move(a), why)) return;
   socket_transport socket(a.fd);  // closes it
   a.fd = -1;
-  (void)socket.write(refused_response.data(), refused_response.size(), false);
-  ctx.counters.connection_refused();
-  ctx.counters.record_response(503, refused_response.size());
+  const std::string_view answer = refusal_response(why);
+  (void)socket.write(answer.data(), answer.size(), false);
+  count_refusal(ctx, why);
 }
 
 }  // namespace spoold

@@ -1,6 +1,7 @@
 // The listening side every model shares: the listening socket (bound once, from --bind and
-// --port), accepting with one classification of accept()'s errors, and the 503 that refuses a
-// connection past --max-connections or when nothing can take it.
+// --port), accepting with one classification of accept()'s errors, the per-client count of
+// every accepted connection, and the answers that refuse a connection: 503 past
+// --max-connections or when nothing can take it, 429 past --max-connections-per-client.
 #pragma once
 
 #include <atomic>
@@ -9,15 +10,18 @@
 #include <cstdint>
 #include <string_view>
 
+#include "models/client_limits.hpp"
 #include "models/model.hpp"
 #include "net.hpp"
 
 namespace spoold {
 
 // A socket accept() returned: non-blocking and close-on-exec, owned by whoever holds this.
+// Moving it moves the client's count (the slot) and copies the descriptor's number.
 struct accepted {
   int fd = -1;
   peer_address peer;
+  client_slot slot;  // the connection's place in its client's count, if counted
 };
 
 enum class accept_outcome {
@@ -51,7 +55,9 @@ class listener {
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
   // One accept(). Interrupted and aborted accepts are retried inside; errors that will not pass
-  // are reported on stderr (all but the EINVAL of a shut-down listener).
+  // are reported on stderr (all but the EINVAL of a shut-down listener). A connection past
+  // --max-connections-per-client is refused with 429 here, and accept() goes on to the next:
+  // every model accepts through this, so every model counts and refuses alike.
   accept_outcome accept(accepted& out) noexcept;
 
   // Accepts up to `max` pending connections without waiting, handing each to
@@ -74,9 +80,12 @@ class listener {
   void close() noexcept;
 
  private:
+  // Counts `a` for its client; false, with `a` refused (429), past the client's limit.
+  bool admit_client(accepted& a) noexcept;
+
   int fd_ = -1;
   std::uint16_t port_ = 0;
-  metrics* counters_ = nullptr;
+  server_context* ctx_ = nullptr;
 };
 
 // How many connections a listening model accepts per turn of its loop: a burst of new
@@ -101,17 +110,36 @@ class connection_budget {
   std::atomic<std::size_t> open_{0};
 };
 
-// The answer to a refused connection.
+// Why a connection is refused.
+enum class refusal_reason {
+  overloaded,  // past --max-connections, or nothing could take it: 503
+  per_client,  // past --max-connections-per-client: 429
+};
+
+// The answers to a refused connection.
 inline constexpr std::string_view refused_response =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
     "Content-Length: 33\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
     "Too many connections; try again.\n";
+inline constexpr std::string_view refused_per_client_response =
+    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+    "Too many connections from your address.\n";
 
-// Answers the 503 of --max-connections (or of a connection nothing could take) and counts the
-// refusal. The socket goes to ctx.refused, which lingers on it until the client has read the
+[[nodiscard]] constexpr std::string_view refusal_response(refusal_reason why) noexcept {
+  return why == refusal_reason::per_client ? refused_per_client_response : refused_response;
+}
+
+// Counts a refusal and its answer in ctx.counters.
+void count_refusal(server_context& ctx, refusal_reason why) noexcept;
+
+// Answers the 503 of --max-connections (or of a connection nothing could take), or the 429 of
+// --max-connections-per-client, and counts the refusal. A refused connection is no part of its
+// client's count: its slot is given back first. The socket goes to ctx.refused, which lingers on it until the client has read the
 // answer and closed (refusals.hpp); when that cannot take it, the answer gets one try and the
 // socket is closed at once (a client that cannot take 150 bytes now does not get them, and
 // request bytes still unread make the close a reset).
-void refuse_connection(server_context& ctx, accepted&& a) noexcept;
+void refuse_connection(server_context& ctx, accepted&& a,
+                       refusal_reason why = refusal_reason::overloaded) noexcept;
 
 }  // namespace spoold

@@ -20,6 +20,7 @@
 namespace spoold {
 
 class refusals;
+class client_table;
 
 struct server_context {
   const options& opts;
@@ -29,6 +30,8 @@ struct server_context {
   access_log* log;  // nullptr when access logging is off
   // Where refused connections linger (refusals.hpp); nullptr: they are closed at once.
   refusals* refused = nullptr;
+  // Per-client counts and buckets (client_limits.hpp); nullptr when no per-client limit is set.
+  client_table* clients = nullptr;
 };
 
 class server_model {

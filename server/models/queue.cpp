@@ -38,7 +38,7 @@ class queue_model : public classic_model {
     }
     // The task holds a copy of the socket's number: if the pool refuses it, the task is gone
     // and the socket is still ours.
-    std::error_code err = ctx_.pool.try_post([this, conn = a]() mutable {
+    std::error_code err = ctx_.pool.try_post([this, conn = std::move(a)]() mutable {
       {
         spool::blocking_region blocking;
         serve(std::move(conn));

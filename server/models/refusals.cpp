@@ -28,14 +28,14 @@ refusals::~refusals() {
   ::close(wake_fd_);
 }
 
-bool refusals::take(accepted&& a) noexcept {
+bool refusals::take(accepted&& a, refusal_reason why) noexcept {
   if (lingering_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
     lingering_.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
   std::unique_ptr<connection> c;
   try {
-    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal);
+    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal, why);
   } catch (const std::bad_alloc&) {
     lingering_.fetch_sub(1, std::memory_order_relaxed);
     return a.fd < 0;  // the constructor took the socket and closed it

@@ -1,5 +1,5 @@
 // Where refused connections go. A connection turned away (past --max-connections, or when
-// nothing can take it) is answered 503 with Connection: close and then lingers like every
+// nothing can take it; past --max-connections-per-client, with 429 instead) is answered 503 with Connection: close and then lingers like every
 // connection after its last answer (connection.hpp): its sending side is shut and what the
 // client sent is read away until the client closes, so that the client reads the answer and an
 // end-of-file instead of a reset. The refusing thread (an event loop, an acceptor, a worker)
@@ -40,9 +40,9 @@ class refusals {
   refusals(const refusals&) = delete;
   refusals& operator=(const refusals&) = delete;
 
-  // Answers `a` 503 and takes its socket. False, with the socket still `a`'s, when no more can
-  // linger now.
-  bool take(accepted&& a) noexcept;
+  // Answers `a` (503 or 429, by `why`) and takes its socket. False, with the socket still `a`'s,
+  // when no more can linger now.
+  bool take(accepted&& a, refusal_reason why) noexcept;
 
  private:
   void start_locked();

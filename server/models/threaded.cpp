@@ -72,7 +72,7 @@ class threaded_model : public classic_model {
     auto self = running_.emplace(running_.end());
     try {
       // Under mu_: the new thread cannot reach finish() before *self holds it.
-      *self = std::thread([this, self, conn = a] () mutable {
+      *self = std::thread([this, self, conn = std::move(a)] () mutable {
         name_this_thread("spoold-conn");
         serve(std::move(conn));
         finish(self);

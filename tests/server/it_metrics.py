@@ -7,7 +7,8 @@ from spoold_harness import (MODEL, Conn, ServerTestCase, build_request, main, pa
 
 REQUIRED_METRICS = (
     "spoold_response_bytes_total", "spoold_connections_open", "spoold_connections_accepted_total",
-    "spoold_connections_refused_total", "spoold_store_errors_total", "spool_threads_live",
+    "spoold_connections_refused_total", "spoold_connections_refused_per_client_total",
+    "spoold_requests_rate_limited_total", "spoold_store_errors_total", "spool_threads_live",
     "spool_threads_busy", "spool_queue_depth", "spool_tasks_submitted_total",
     "spool_tasks_completed_total", "spool_tasks_failed_total", "spool_tasks_stolen_total",
     "spool_tasks_rejected_total",

@@ -316,6 +316,10 @@ TEST(metrics, PrometheusText) {
   m.connection_refused();
   m.accept_exhausted();
   m.accept_exhausted();
+  m.connection_refused_per_client();
+  m.request_rate_limited();
+  m.request_rate_limited();
+  m.request_rate_limited();
   std::string text = m.prometheus(sample_pool());
 
   for (const char* expected : {
@@ -327,6 +331,8 @@ TEST(metrics, PrometheusText) {
            "spoold_connections_accepted_total 1\n",
            "spoold_connections_refused_total 1\n",
            "spoold_accepts_exhausted_total 2\n",
+           "spoold_connections_refused_per_client_total 1\n",
+           "spoold_requests_rate_limited_total 3\n",
            "spoold_store_errors_total 0\n",
            "# TYPE spool_threads_live gauge\n",
            "spool_threads_live 3\n",
@@ -438,6 +444,8 @@ TEST(metrics, JsonForTheDashboard) {
                                "\"connections_accepted\":2",
                                "\"connections_refused\":0",
                                "\"accepts_exhausted\":0",
+                               "\"connections_refused_per_client\":0",
+                               "\"requests_rate_limited\":0",
                                "\"store_errors\":0",
                                "\"pool\":{",
                                "\"threads_live\":3",
