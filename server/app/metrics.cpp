@@ -333,24 +333,21 @@ std::string metrics::json(const spool::stats& pool) const {
     char name[4] = {static_cast<char>('0' + c), 'x', 'x', '\0'};
     json_field(out, name, snap.by_status[c]);
   }
-  out += "},";
-  json_field(out, "bytes_sent", snap.bytes_sent);
-  out += ',';
-  json_field(out, "connections_open", snap.connections_open);
-  out += ',';
-  json_field(out, "connections_accepted", snap.connections_accepted);
-  out += ',';
-  json_field(out, "connections_refused", snap.connections_refused);
-  out += ',';
-  json_field(out, "accepts_exhausted", snap.accepts_exhausted);
-  out += ',';
-  json_field(out, "connections_refused_per_client", snap.refused_per_client);
-  out += ',';
-  json_field(out, "requests_rate_limited", snap.rate_limited);
-  out += ',';
-  json_field(out, "store_errors", snap.store_errors);
-  out += ',';
-  json_field(out, "guestbook_replays", snap.post_replays);
+  out += '}';
+  const std::pair<std::string_view, std::uint64_t> counters[] = {
+      {"bytes_sent", snap.bytes_sent},
+      {"connections_open", snap.connections_open},
+      {"connections_accepted", snap.connections_accepted},
+      {"connections_refused", snap.connections_refused},
+      {"accepts_exhausted", snap.accepts_exhausted},
+      {"connections_refused_per_client", snap.refused_per_client},
+      {"requests_rate_limited", snap.rate_limited},
+      {"store_errors", snap.store_errors},
+      {"guestbook_replays", snap.post_replays}};
+  for (const auto& [name, value] : counters) {
+    out += ',';
+    json_field(out, name, value);
+  }
   if (!impl_->node.empty()) out += ",\"node\":\"" + impl_->node + '"';
   out += ",\"pool\":{";
   const std::pair<std::string_view, std::uint64_t> fields[] = {

@@ -1,25 +1,14 @@
 """Overload of the event-loop models (epoll, the default, and poll): out of descriptors,
 accepting pauses and is reported on stderr a bounded number of times, counted in /metrics, and
-service resumes once descriptors are free; after a wave of connections closes, the memory it
-took is given back."""
+service resumes once descriptors are free. (Memory after a wave of connections:
+memory_after_wave.py.)"""
 
 import math
 import resource
 import time
 
 from it_load import open_many
-from spoold_harness import (HELLO, SCALE, SiteTestCase, Spoold, main, scaled, wait_until)
-
-PARTIAL = b"GET /hello.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for {pid}")
-
+from spoold_harness import HELLO, SCALE, SiteTestCase, Spoold, main, wait_until
 
 def exhaustion_lines(server):
     return [l for l in server.err.text().splitlines() if "accept4" in l]
@@ -63,42 +52,6 @@ class OutOfDescriptorsTest(SiteTestCase):
             self.assertLessEqual(len(lines), 2 + math.ceil(elapsed), "\n".join(lines))
             failed = server.metrics()["spoold_accepts_exhausted_total"]
             self.assertGreater(failed, len(lines))
-
-
-class MemoryAfterWaveTest(SiteTestCase):
-    CONNECTIONS = scaled(3000, 300)
-
-    def test_memory_given_back_after_a_wave(self):
-        with Spoold(self.site, self.store, ("--idle-timeout", "600", "--header-timeout", "600")
-                    ) as server:
-            for _ in range(20):
-                self.assertEqual(server.get("/hello.txt").body, HELLO)
-            pid = server.proc.pid
-            idle = rss_kib(pid)
-            socks = open_many(server.port, self.CONNECTIONS, 60)
-            try:
-                for s in socks:
-                    s.send(PARTIAL)
-                wait_until(lambda: server.metrics()["spoold_connections_open"]
-                           >= self.CONNECTIONS, 30, "every connection of the wave to be open")
-                peak = rss_kib(pid)
-            finally:
-                for s in socks:
-                    s.close()
-            figures = {}
-
-            def settled():
-                # The connection asking for /metrics is the one open.
-                figures["open"] = server.metrics()["spoold_connections_open"] - 1
-                figures["rss"] = rss_kib(pid)
-                return figures["open"] == 0 and figures["rss"] <= 2 * idle
-
-            try:
-                wait_until(settled, 20, "the wave's memory to be given back")
-            except AssertionError as e:
-                raise AssertionError(f"{e}: idle {idle} KiB, peak {peak} KiB, now "
-                                     f"{figures.get('rss')} KiB with {figures.get('open')} "
-                                     "connections open") from None
 
 
 if __name__ == "__main__":
