@@ -1,7 +1,8 @@
 """Overload of the event-loop models (epoll, the default, and poll): out of descriptors,
 accepting pauses and is reported on stderr a bounded number of times, counted in /metrics, and
 service resumes once descriptors are free. (Memory after a wave of connections:
-memory_after_wave.py.)"""
+memory_after_wave.py.) Release builds only: a sanitizer's runtime needs descriptors of its own
+(tests/server/CMakeLists.txt says which and why)."""
 
 import math
 import resource
