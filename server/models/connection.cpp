@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "http/parser.hpp"
+#include "http/syntax.hpp"
 #include "models/client_limits.hpp"
 
 namespace spoold {
@@ -37,9 +38,7 @@ std::optional<ip_address> forwarded_for(const http::request& req) {
   if (const auto comma = last.rfind(','); comma != std::string_view::npos) {
     last.remove_prefix(comma + 1);
   }
-  while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
-  while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
-  return parse_ip_address(last);
+  return parse_ip_address(http::syntax::trim_spaces(last));
 }
 
 }  // namespace
@@ -341,9 +340,15 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
     info.log_line.append(req.version_minor == 0 ? " HTTP/1.0" : " HTTP/1.1");
   }
   // A trusted peer (a proxy) is not limited itself; the client it names is, and is logged.
-  // X-Forwarded-For from any other peer is the client's own word, and ignored.
-  const std::optional<ip_address> client = trusted_peer_ ? forwarded_for(req) : peer_.ip();
-  if (ctx_.log && trusted_peer_ && client) info.client = client->text();
+  // X-Forwarded-For from any other peer is the client's own word, and ignored. Without
+  // --trust and --rate-limit no request needs the client's address.
+  std::optional<ip_address> client;
+  if (trusted_peer_) {
+    client = forwarded_for(req);
+    if (ctx_.log && client) info.client = client->text();
+  } else if (rate_limited()) {
+    client = peer_.ip();
+  }
   handled h;
   if (const std::uint32_t wait = rate_wait(client, now); wait > 0) {
     // Answered, not dropped: the connection stays usable for when the client has a token.
@@ -372,9 +377,13 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
   respond(info, std::move(h.response));
 }
 
+bool connection::rate_limited() const noexcept {
+  return ctx_.clients != nullptr && ctx_.opts.rate_limit > 0;
+}
+
 std::uint32_t connection::rate_wait(const std::optional<ip_address>& client,
                                     steady_clock::time_point now) {
-  if (!client || ctx_.clients == nullptr || ctx_.opts.rate_limit == 0) return 0;
+  if (!client || !rate_limited()) return 0;
   return ctx_.clients->take_token(client_key_of(*client), now);
 }
 

@@ -100,11 +100,10 @@ class connection {
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
              steady_clock::time_point now) noexcept;
   // Refuses the accepted socket: answers refusal_response(why) (503 or 429, Connection: close)
-  // at once and
-  // goes on as every final answer does, lingering until the client has closed or the linger
-  // time is over (finish_or_linger). It never parses; it counts as refused, not as opened, and
-  // is no part of its driver's count nor of any budget. Throws std::bad_alloc; `a`'s socket is
-  // then closed.
+  // at once and goes on as every final answer does, lingering until the client has closed or
+  // the linger time is over (finish_or_linger). It never parses; it counts as refused, not as
+  // opened, and is no part of its driver's count nor of any budget. Throws std::bad_alloc;
+  // `a`'s socket is then closed.
   connection(server_context& ctx, connection_driver& driver, accepted&& a,
              steady_clock::time_point now, refusal_t, refusal_reason why);
   ~connection();  // closes the socket if still open; not virtual: delete the type you made
@@ -196,6 +195,7 @@ class connection {
   // Under --rate-limit: 0 if a request of `client` may be served, else the seconds the client
   // should wait (Retry-After). Takes a token of the client's bucket; nullopt is not limited.
   std::uint32_t rate_wait(const std::optional<ip_address>& client, steady_clock::time_point now);
+  [[nodiscard]] bool rate_limited() const noexcept;  // --rate-limit is on
   void respond(const request_info& info, http::response r);
   void fail_request(int status, std::string_view reason);
   void flush(steady_clock::time_point now);
