@@ -32,6 +32,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> accepts_exhausted{0};
   std::atomic<std::uint64_t> refused_per_client{0};
   std::atomic<std::uint64_t> rate_limited{0};
+  std::atomic<std::uint64_t> proxy_header_errors{0};
   std::atomic<std::uint64_t> store_errors{0};
   std::atomic<std::uint64_t> post_replays{0};
 };
@@ -193,6 +194,7 @@ void metrics::connection_refused_per_client() noexcept {
   bump(impl_->mine().refused_per_client);
 }
 void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited); }
+void metrics::proxy_header_error() noexcept { bump(impl_->mine().proxy_header_errors); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
 
@@ -224,6 +226,7 @@ metrics_snapshot metrics::snapshot() const {
     out.accepts_exhausted += load(s.accepts_exhausted);
     out.refused_per_client += load(s.refused_per_client);
     out.rate_limited += load(s.rate_limited);
+    out.proxy_header_errors += load(s.proxy_header_errors);
     out.store_errors += load(s.store_errors);
     out.post_replays += load(s.post_replays);
   });
@@ -286,6 +289,10 @@ std::string metrics::prometheus(const spool::stats& pool) const {
          snap.refused_per_client);
   family(out, "spoold_requests_rate_limited_total", "counter", labels,
          "Requests answered 429 past --rate-limit.", snap.rate_limited);
+  family(out, "spoold_proxy_header_errors_total", "counter", labels,
+         "Connections of --proxy-protocol peers closed for a missing, malformed, oversized, "
+         "truncated or late PROXY header.",
+         snap.proxy_header_errors);
   family(out, "spoold_store_errors_total", "counter", labels, "Guestbook store calls that failed.",
          snap.store_errors);
   family(out, "spoold_guestbook_replays_total", "counter", labels,
@@ -342,6 +349,7 @@ std::string metrics::json(const spool::stats& pool) const {
       {"accepts_exhausted", snap.accepts_exhausted},
       {"connections_refused_per_client", snap.refused_per_client},
       {"requests_rate_limited", snap.rate_limited},
+      {"proxy_header_errors", snap.proxy_header_errors},
       {"store_errors", snap.store_errors},
       {"guestbook_replays", snap.post_replays}};
   for (const auto& [name, value] : counters) {
