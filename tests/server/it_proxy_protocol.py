@@ -9,7 +9,7 @@ A PROXY header from an untrusted peer is no header at all: it is parsed as HTTP 
 Clients are told apart by binding their sockets to different loopback addresses: 127.0.0.4 is
 the trusted proxy, 127.0.0.7 an untrusted peer. Where counts are per process (README.md,
 "Per-client limits"), the tests that spread one client over several connections run only where
-one process serves them all, as in it_client_limits."""
+the count or bucket is shared, as in it_client_limits."""
 
 import socket
 import struct
@@ -233,12 +233,12 @@ class LimitsTest(ProxyTestCase):
 
 
 # What applies where (the module's docstring): each model's suite holds the tests of what that
-# model does. Buckets, and the count of a PROXY source (taken after the header, by the process
-# that reads it), live in the process that serves the connection in forking and preforked;
-# iterative serves one connection at a time.
+# model does. Buckets live in the process that serves the connection in forking and preforked;
+# so does the count of a PROXY source in forking (taken after the header, by the child that
+# reads it), while preforked's workers share theirs. iterative serves one connection at a time.
 if not ONE_PROCESS:
     del LimitsTest.test_rate_limit_spans_connections_of_a_source
-if not CONCURRENT or not ONE_PROCESS:
+if not CONCURRENT or MODEL == "forking":
     del LimitsTest.test_connection_limit_is_keyed_on_the_source
 
 
