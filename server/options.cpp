@@ -40,6 +40,8 @@ constexpr std::string_view help_text =
     "  --rate-burst B        requests a client may send at once (default: R)\n"
     "  --trust ADDR[/PREFIX][,...]  peers exempt from the limits (a load balancer); their\n"
     "                        requests are limited by X-Forwarded-For's last address\n"
+    "  --proxy-protocol      --trust peers start each connection with a PROXY header (v1\n"
+    "                        or v2) naming the client; X-Forwarded-For is then ignored\n"
     "  --header-timeout S    seconds to send a request head (default 10)\n"
     "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
     "  --write-timeout S     seconds a client may read nothing (default 30)\n"
@@ -166,6 +168,14 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
       o.trust.push_back(*range);
       start = comma + 1;
     }
+  } else if (name == "proxy-protocol") {
+    if (value == "on" || value == "1") {
+      o.proxy_protocol = true;
+    } else if (value == "off" || value == "0") {
+      o.proxy_protocol = false;
+    } else {
+      return bad();
+    }
   } else if (name == "header-timeout") {
     if (!parse_seconds(value, o.header_timeout) || o.header_timeout.count() == 0) return bad();
   } else if (name == "idle-timeout") {
@@ -211,7 +221,8 @@ constexpr std::string_view option_names[] = {
     "store",        "model",         "access-log", "max-connections", "header-timeout",
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
     "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
-    "max-connections-per-client",    "rate-limit", "rate-burst",      "trust"};
+    "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
+    "proxy-protocol"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";
@@ -259,6 +270,8 @@ parsed_options parse_options(int argc, char** argv) {
     if (auto eq = arg.find('='); eq != std::string_view::npos) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
+    } else if (arg == "proxy-protocol") {
+      value = "on";  // a switch: --proxy-protocol alone (or =on/=off, or the variable)
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
@@ -267,6 +280,9 @@ parsed_options parse_options(int argc, char** argv) {
     if (!apply(o, arg, value, result.message)) return fail(result.message);
   }
   if (o.rate_burst != 0 && o.rate_limit == 0) return fail("--rate-burst needs --rate-limit");
+  if (o.proxy_protocol && o.trust.empty()) {
+    return fail("--proxy-protocol needs --trust: the proxies whose connections carry the header");
+  }
   // Default: a second's worth of requests, at least one.
   if (o.rate_burst == 0 && o.rate_limit > 0) {
     o.rate_burst = static_cast<std::uint32_t>(std::max(1.0, std::ceil(o.rate_limit)));

@@ -33,6 +33,9 @@ struct options {
   std::uint32_t rate_burst = 0;  // the bucket's size; 0: rate_limit
   // Peers exempt from both limits, whose requests are limited by X-Forwarded-For's last address.
   std::vector<ip_range> trust;
+  // --proxy-protocol: a connection from a --trust peer starts with a PROXY header (v1 or v2),
+  // whose source is the client; X-Forwarded-For is then ignored. Needs --trust.
+  bool proxy_protocol = false;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{15'000};
   std::chrono::milliseconds write_timeout{30'000};

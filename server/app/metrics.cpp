@@ -32,6 +32,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> accepts_exhausted{0};
   std::atomic<std::uint64_t> refused_per_client{0};
   std::atomic<std::uint64_t> rate_limited{0};
+  std::atomic<std::uint64_t> proxy_header_errors{0};
   std::atomic<std::uint64_t> store_errors{0};
   std::atomic<std::uint64_t> post_replays{0};
 };
@@ -40,12 +41,51 @@ void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
   c.fetch_add(n, std::memory_order_relaxed);
 }
 
+std::uint64_t load(const std::atomic<std::uint64_t>& c) {
+  return c.load(std::memory_order_relaxed);
+}
+
+// Retired shards kept for new threads to reuse; past this many, a retiring shard is folded into
+// the registry's first shard and freed, so that a wave of thousands of connection threads
+// (the threaded models) does not leave thousands of 4 KiB shards behind for good.
+constexpr std::size_t kept_retired = 64;
+
 // The shards of one metrics object. Threads hold it weakly: a thread that ends after the
 // metrics object is gone has nothing to hand back.
 struct shard_registry {
   std::mutex mu;
-  std::vector<std::unique_ptr<shard>> all;
+  // all[0] is no thread's: it holds the counts of folded shards.
+  std::vector<std::unique_ptr<shard>> all = make_first();
   std::vector<shard*> retired;  // shards whose thread has ended
+
+  static std::vector<std::unique_ptr<shard>> make_first() {
+    std::vector<std::unique_ptr<shard>> v;
+    v.push_back(std::make_unique<shard>());
+    return v;
+  }
+
+  // A thread ended: its shard is kept for reuse, or folded and freed. Under mu, so a reader
+  // (for_each) sees its counts exactly once either way.
+  void retire_locked(shard* s) {
+    if (retired.size() < kept_retired) {
+      retired.push_back(s);
+      return;
+    }
+    shard& into = *all.front();
+    for (std::size_t i = 0; i < s->by_code.size(); ++i) bump(into.by_code[i], load(s->by_code[i]));
+    bump(into.other_codes, load(s->other_codes));
+    bump(into.bytes_sent, load(s->bytes_sent));
+    bump(into.opened, load(s->opened));
+    bump(into.closed, load(s->closed));
+    bump(into.refused, load(s->refused));
+    bump(into.accepts_exhausted, load(s->accepts_exhausted));
+    bump(into.refused_per_client, load(s->refused_per_client));
+    bump(into.rate_limited, load(s->rate_limited));
+    bump(into.proxy_header_errors, load(s->proxy_header_errors));
+    bump(into.store_errors, load(s->store_errors));
+    bump(into.post_replays, load(s->post_replays));
+    std::erase_if(all, [s](const std::unique_ptr<shard>& p) { return p.get() == s; });
+  }
 
   shard* take() {
     std::lock_guard lock(mu);
@@ -71,7 +111,7 @@ class thread_shards {
     for (entry& e : entries_) {
       if (std::shared_ptr<shard_registry> reg = e.registry.lock()) {
         std::lock_guard lock(reg->mu);
-        reg->retired.push_back(e.s);
+        reg->retire_locked(e.s);
       }
     }
   }
@@ -102,10 +142,6 @@ class thread_shards {
 
 thread_local thread_shards this_thread_shards;
 std::atomic<std::uint64_t> next_metrics_id{1};
-
-std::uint64_t load(const std::atomic<std::uint64_t>& c) {
-  return c.load(std::memory_order_relaxed);
-}
 
 void append_u64(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -160,7 +196,8 @@ struct metrics::impl {
     return *s;
   }
 
-  // Calls f(shard) for every shard, under the registry's lock (shards are only ever added).
+  // Calls f(shard) for every shard, under the registry's lock (shards are added, and folded
+  // away, under it too).
   template <class F>
   void for_each(F&& f) const {
     if (shared) f(*shared);
@@ -193,6 +230,7 @@ void metrics::connection_refused_per_client() noexcept {
   bump(impl_->mine().refused_per_client);
 }
 void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited); }
+void metrics::proxy_header_error() noexcept { bump(impl_->mine().proxy_header_errors); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
 
@@ -224,6 +262,7 @@ metrics_snapshot metrics::snapshot() const {
     out.accepts_exhausted += load(s.accepts_exhausted);
     out.refused_per_client += load(s.refused_per_client);
     out.rate_limited += load(s.rate_limited);
+    out.proxy_header_errors += load(s.proxy_header_errors);
     out.store_errors += load(s.store_errors);
     out.post_replays += load(s.post_replays);
   });
@@ -286,6 +325,10 @@ std::string metrics::prometheus(const spool::stats& pool) const {
          snap.refused_per_client);
   family(out, "spoold_requests_rate_limited_total", "counter", labels,
          "Requests answered 429 past --rate-limit.", snap.rate_limited);
+  family(out, "spoold_proxy_header_errors_total", "counter", labels,
+         "Connections of --proxy-protocol peers closed for a missing, malformed, oversized, "
+         "truncated or late PROXY header.",
+         snap.proxy_header_errors);
   family(out, "spoold_store_errors_total", "counter", labels, "Guestbook store calls that failed.",
          snap.store_errors);
   family(out, "spoold_guestbook_replays_total", "counter", labels,
@@ -342,6 +385,7 @@ std::string metrics::json(const spool::stats& pool) const {
       {"accepts_exhausted", snap.accepts_exhausted},
       {"connections_refused_per_client", snap.refused_per_client},
       {"requests_rate_limited", snap.rate_limited},
+      {"proxy_header_errors", snap.proxy_header_errors},
       {"store_errors", snap.store_errors},
       {"guestbook_replays", snap.post_replays}};
   for (const auto& [name, value] : counters) {

@@ -19,6 +19,7 @@ struct metrics_snapshot {
   std::uint64_t accepts_exhausted = 0;    // accept() out of descriptors or memory
   std::uint64_t refused_per_client = 0;   // turned away with 429 past --max-connections-per-client
   std::uint64_t rate_limited = 0;         // requests answered 429 past --rate-limit
+  std::uint64_t proxy_header_errors = 0;  // --proxy-protocol connections closed for their header
   std::uint64_t store_errors = 0;
   std::uint64_t post_replays = 0;  // guestbook posts whose key was already stored
 };
@@ -37,6 +38,7 @@ class metrics {
   void accept_exhausted() noexcept;
   void connection_refused_per_client() noexcept;
   void request_rate_limited() noexcept;
+  void proxy_header_error() noexcept;
   void store_error() noexcept;
   void post_replayed() noexcept;
 
@@ -61,6 +63,7 @@ class metrics {
   // spoold_response_bytes_total, spoold_connections_open, spoold_connections_accepted_total,
   // spoold_connections_refused_total, spoold_accepts_exhausted_total,
   // spoold_connections_refused_per_client_total, spoold_requests_rate_limited_total,
+  // spoold_proxy_header_errors_total,
   // spoold_store_errors_total,
   // spoold_guestbook_replays_total, and the pool's
   // spool_threads_live, spool_threads_busy, spool_queue_depth, spool_tasks_completed_total,

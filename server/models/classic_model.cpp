@@ -37,6 +37,13 @@ std::uint16_t classic_model::start() {
   listener_.open(ctx_, ctx_.opts.port, shape_.blocking_accept);
   if (shape_.log_flusher) flusher_.emplace(ctx_.log);
   try {
+    if (shape_.trim_memory) {
+      spawn("spoold-trim", [this] {
+        while (!stop_.wait_for(shared_memory_trim::interval)) {
+          trim_.on_tick(ctx_.pool.statistics().threads_live);
+        }
+      });
+    }
     start_threads();
   } catch (...) {
     stop();

@@ -4,10 +4,10 @@
 //
 // start() opens the listener (blocking for the models that block in accept(): iterative,
 // threaded, prethreaded, queue, preforked; non-blocking for the ones that poll it: poll,
-// forking), starts the log flusher if the model's threads log in this process, then calls
-// start_threads(). stop() raises the stop and, for a blocking listener, shuts it down, which
-// ends every accept() blocked on it, in this process and in forked children (README.md,
-// "Stopping accept"). wait() joins the threads started with spawn(), then calls
+// forking), starts the log flusher if the model's threads log in this process and the memory
+// trimmer if it serves connections on many threads, then calls start_threads(). stop() raises
+// the stop and, for a blocking listener, shuts it down, which ends every accept() blocked on
+// it, in this process and in forked children (README.md, "Stopping accept"). wait() joins the threads started with spawn(), then calls
 // join_connections() for connections served on other threads, then stops the flusher, which
 // writes what they logged last. Models are made with make_stopped_on_destruction (model.hpp).
 #pragma once
@@ -23,6 +23,7 @@
 
 #include "models/inline_driver.hpp"
 #include "models/listener.hpp"
+#include "models/memory_trim.hpp"
 #include "models/model.hpp"
 #include "models/stop_signal.hpp"
 
@@ -48,6 +49,9 @@ class log_flusher {
 struct classic_shape {
   bool blocking_accept = true;  // threads block in accept(); else the model polls the listener
   bool log_flusher = true;      // its threads write access-log lines in this process
+  // Connections are served on many threads of this process (threaded, prethreaded, queue):
+  // a trimmer thread gives their memory back once none is open (memory_trim.hpp).
+  bool trim_memory = false;
 };
 
 class classic_model : public server_model {
@@ -80,7 +84,13 @@ class classic_model : public server_model {
                       std::mutex* accept_mu = nullptr);
   // Serves one connection on the calling thread until it closes.
   void serve(accepted&& a, serve_options opts = {}) {
+    if (!shape_.trim_memory) {
+      serve_connection(ctx_, stop_, std::move(a), opts);
+      return;
+    }
+    trim_.connection_started();
     serve_connection(ctx_, stop_, std::move(a), opts);
+    trim_.connection_ended();
   }
 
   server_context& ctx_;
@@ -89,6 +99,7 @@ class classic_model : public server_model {
 
  private:
   classic_shape shape_;
+  shared_memory_trim trim_;
   std::vector<std::thread> threads_;
   std::optional<log_flusher> flusher_;
 };

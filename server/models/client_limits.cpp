@@ -1,9 +1,13 @@
 #include "models/client_limits.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 namespace spoold {
 
@@ -71,6 +75,18 @@ client_table::entry& client_table::find_locked(shard& s, const client_key& key,
 
 bool client_table::open(const client_key& key, client_slot& slot) noexcept {
   if (max_open_ == 0) return true;
+  if (shared_ != nullptr) {
+    switch (shared_->open(key, max_open_, holder_)) {
+      case shared_client_counts::opened::refused:
+        return false;
+      case shared_client_counts::opened::uncounted:
+        return true;  // the slot holds nothing
+      case shared_client_counts::opened::counted:
+        break;
+    }
+    slot = client_slot(this, key);
+    return true;
+  }
   shard& s = shard_of(key);
   std::lock_guard lock(s.mu);
   try {
@@ -85,6 +101,10 @@ bool client_table::open(const client_key& key, client_slot& slot) noexcept {
 }
 
 void client_table::close(const client_key& key) noexcept {
+  if (shared_ != nullptr) {
+    shared_->close(key, holder_);
+    return;
+  }
   shard& s = shard_of(key);
   std::lock_guard lock(s.mu);
   auto it = s.entries.find(key);
@@ -110,6 +130,125 @@ std::uint32_t client_table::take_token(const client_key& key, clock::time_point 
   }
   const double wait = std::ceil((1 - e->tokens) / rate_);
   return static_cast<std::uint32_t>(std::max(1.0, wait));
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared_client_counts
+//
+// Invariant: a slot's word is tag << 16 | count; count > 0 means that many connections of the
+// tag's client are open, and only a slot with count 0 changes owner (its tag is then stale and
+// means nothing). Every change is one compare-and-swap of the whole word, so a count is never
+// moved to another client by a concurrent claim. Relaxed order suffices: the words order
+// nothing else, and each is only ever read-modify-written as a whole.
+
+namespace {
+
+constexpr std::uint64_t count_mask = 0xffff;
+
+std::uint64_t count_of(std::uint64_t word) noexcept { return word & count_mask; }
+std::uint64_t tag_in(std::uint64_t word) noexcept { return word >> 16; }
+
+}  // namespace
+
+shared_client_counts::shared_client_counts(std::size_t holders)
+    : holders_(holders),
+      bytes_((slot_count + holders) * sizeof(std::atomic<std::uint64_t>)) {
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    throw std::system_error(errno, std::generic_category(), "mmap (shared client counts)");
+  }
+  // Zero-filled: every slot free, no holder holding anything.
+  slots_ = static_cast<std::atomic<std::uint64_t>*>(p);
+  holding_ = slots_ + slot_count;
+}
+
+shared_client_counts::~shared_client_counts() { ::munmap(slots_, bytes_); }
+
+std::uint64_t shared_client_counts::tag_of(const client_key& key) noexcept {
+  std::uint64_t h = (key.hi ^ (key.lo * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 29;
+  const std::uint64_t tag = h >> 16;
+  return tag == 0 ? 1 : tag;  // 0 marks "holds nothing" in holding_
+}
+
+shared_client_counts::opened shared_client_counts::open(const client_key& key, std::size_t max,
+                                                        long holder) noexcept {
+  const std::uint64_t tag = tag_of(key);
+  const std::size_t home = tag % slot_count;
+  const std::uint64_t limit = std::min<std::uint64_t>(max, count_mask);
+  for (;;) {
+    std::size_t free_slot = slot_count;
+    std::uint64_t free_word = 0;
+    bool retry = false;
+    for (std::size_t i = 0; i < window; ++i) {
+      std::atomic<std::uint64_t>& slot = slots_[(home + i) % slot_count];
+      std::uint64_t word = slot.load(std::memory_order_relaxed);
+      if (count_of(word) > 0 && tag_in(word) == tag) {
+        for (;;) {
+          if (count_of(word) >= limit) return opened::refused;
+          if (slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed)) {
+            if (holder >= 0) holding_[holder].store(tag, std::memory_order_relaxed);
+            return opened::counted;
+          }
+          // Changed under us: still ours with a count, or emptied and maybe reused.
+          if (count_of(word) == 0 || tag_in(word) != tag) {
+            retry = true;
+            break;
+          }
+        }
+        break;
+      }
+      if (count_of(word) == 0 && free_slot == slot_count) {
+        free_slot = (home + i) % slot_count;
+        free_word = word;
+      }
+    }
+    if (retry) continue;
+    if (free_slot == slot_count) return opened::uncounted;  // a full window
+    if (slots_[free_slot].compare_exchange_strong(free_word, (tag << 16) | 1,
+                                                  std::memory_order_relaxed)) {
+      if (holder >= 0) holding_[holder].store(tag, std::memory_order_relaxed);
+      return opened::counted;
+    }
+    // Another process took that slot first (maybe for this client): look again.
+  }
+}
+
+void shared_client_counts::close_tag(std::uint64_t tag) noexcept {
+  const std::size_t home = tag % slot_count;
+  for (std::size_t i = 0; i < window; ++i) {
+    std::atomic<std::uint64_t>& slot = slots_[(home + i) % slot_count];
+    std::uint64_t word = slot.load(std::memory_order_relaxed);
+    while (count_of(word) > 0 && tag_in(word) == tag) {
+      if (slot.compare_exchange_weak(word, word - 1, std::memory_order_relaxed)) return;
+    }
+  }
+  // Not found: never, for a connection open() counted (its count keeps the slot its own).
+}
+
+void shared_client_counts::close(const client_key& key, long holder) noexcept {
+  if (holder >= 0) holding_[holder].store(0, std::memory_order_relaxed);
+  close_tag(tag_of(key));
+}
+
+void shared_client_counts::release_holder(std::size_t holder) noexcept {
+  if (holder >= holders_) return;
+  const std::uint64_t tag = holding_[holder].exchange(0, std::memory_order_relaxed);
+  if (tag != 0) close_tag(tag);
+}
+
+std::size_t shared_client_counts::count(const client_key& key) const noexcept {
+  const std::uint64_t tag = tag_of(key);
+  const std::size_t home = tag % slot_count;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < window; ++i) {
+    const std::uint64_t word = slots_[(home + i) % slot_count].load(std::memory_order_relaxed);
+    if (count_of(word) > 0 && tag_in(word) == tag) n += count_of(word);
+  }
+  return n;
 }
 
 }  // namespace spoold

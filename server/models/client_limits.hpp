@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,58 @@ client_key client_key_of(const ip_address& a) noexcept;
 bool is_trusted(const options& o, const ip_address& a) noexcept;
 
 class client_table;
+
+// Connection counts per client shared by processes forked after it is made (preforked's
+// workers): a fixed table of 64-bit atomics in an anonymous MAP_SHARED mapping, open-addressed.
+// Each word packs a 48-bit tag of the client key's hash and a 16-bit count, so a slot's owner
+// and its count change together in one compare-and-swap, and a slot whose count fell to zero
+// can be taken by another client. A client's slot is the first one in its probe window (8
+// slots from its hash) that carries its tag with a count, else the first with none.
+//
+// What it does not promise, and what happens then:
+//  - Two clients with the same 48-bit tag share a count (about one pair in 2^24 among 2^12
+//    clients active at once).
+//  - A full window (8 clients with connections open hashing near this one): the connection is
+//    let in uncounted, as client_table does when it cannot list a client.
+//  - Two first connections of one client racing in two processes while a slot of the window
+//    empties between their scans can take two slots; the limit then holds per slot until they
+//    close.
+//  - A process killed while it holds counts cannot give them back itself. Each holder (a
+//    preforked worker, which serves one connection at a time) publishes the one tag it holds,
+//    and the supervisor calls release_holder() for a worker it reaped. A holder killed between
+//    counting and publishing (two stores apart) leaks that one count.
+class shared_client_counts {
+ public:
+  static constexpr std::size_t slot_count = 16384;  // 128 KiB of slots
+  static constexpr std::size_t window = 8;
+
+  // `holders`: processes that call set_holder(), numbered 0..holders-1. Throws
+  // std::system_error if the mapping cannot be made.
+  explicit shared_client_counts(std::size_t holders);
+  ~shared_client_counts();
+  shared_client_counts(const shared_client_counts&) = delete;
+  shared_client_counts& operator=(const shared_client_counts&) = delete;
+
+  enum class opened : std::uint8_t { counted, uncounted, refused };
+  // Counts one more connection of `key`: `refused` past `max` (nothing counted), `uncounted`
+  // when the window is full (close() must not follow). `holder`: the calling process's number,
+  // or -1 if it does not publish what it holds.
+  opened open(const client_key& key, std::size_t max, long holder) noexcept;
+  void close(const client_key& key, long holder) noexcept;
+  // Gives back what the (dead) holder held.
+  void release_holder(std::size_t holder) noexcept;
+  // The connections counted for `key` (tests, /metrics-free checks).
+  [[nodiscard]] std::size_t count(const client_key& key) const noexcept;
+
+ private:
+  static std::uint64_t tag_of(const client_key& key) noexcept;
+  void close_tag(std::uint64_t tag) noexcept;
+
+  std::size_t holders_;
+  std::size_t bytes_;
+  std::atomic<std::uint64_t>* slots_;    // slot_count words: tag << 16 | count
+  std::atomic<std::uint64_t>* holding_;  // per holder: the tag it holds a count of, 0 for none
+};
 
 // One connection counted for its client until release() or destruction: whoever holds the slot
 // (the accepted socket, then its connection) gives it back exactly once, on every path.
@@ -79,6 +132,13 @@ class client_table {
   // (rounded up, at least 1).
   std::uint32_t take_token(const client_key& key, clock::time_point now) noexcept;
 
+  // From now on open() and the slots' release count connections in `shared` (which must
+  // outlive every slot), so that processes forked after this share the limit; the buckets stay
+  // per process. `holder`: this process's number in `shared`, or -1; set it in each child
+  // with set_holder() after the fork.
+  void share_connection_counts(shared_client_counts* shared) noexcept { shared_ = shared; }
+  void set_holder(long holder) noexcept { holder_ = holder; }
+
  private:
   friend class client_slot;
   void close(const client_key& key) noexcept;
@@ -106,6 +166,8 @@ class client_table {
   [[nodiscard]] bool idle(const entry& e, clock::time_point now) const noexcept;
   void sweep_locked(shard& s, clock::time_point now) noexcept;
 
+  shared_client_counts* shared_ = nullptr;
+  long holder_ = -1;
   std::size_t max_open_;
   double rate_;
   double burst_;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "http/parser.hpp"
+#include "http/proxy_header.hpp"
 #include "http/syntax.hpp"
 #include "models/client_limits.hpp"
 
@@ -87,6 +88,10 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
   if (!ctx_.opts.trust.empty()) {
     const std::optional<ip_address> ip = peer_.ip();
     trusted_peer_ = ip && is_trusted(ctx_.opts, *ip);
+    if (trusted_peer_ && ctx_.opts.proxy_protocol) {
+      awaits_proxy_header_ = true;
+      head_started_ = now;  // --header-timeout runs from the accept
+    }
   }
   driver_.opened();
   ctx_.counters.connection_opened();
@@ -176,6 +181,8 @@ steady_clock::time_point connection::deadline() const noexcept {
   steady_clock::time_point d;
   if (lingering_) {
     d = linger_until_;
+  } else if (awaits_proxy_header_) {
+    d = stopping_ ? last_activity_ : head_started_ + o.header_timeout;
   } else if (job_pending_) {
     d = steady_clock::time_point::max();  // the store's own timeouts bound the job
   } else if (has_output()) {
@@ -201,6 +208,10 @@ void connection::on_io(bool readable, bool writable, steady_clock::time_point no
       drain_lingering();
       return;
     }
+    if (awaits_proxy_header_) {
+      read_proxy_header(now);
+      if (awaits_proxy_header_ || closed()) return;
+    }
     if (takes_input()) read_input(now);
     if (closed()) return;
   }
@@ -212,6 +223,11 @@ void connection::on_deadline(steady_clock::time_point now) {
   if (closed() || now < deadline()) return;
   if ((stopping_ && now >= grace_deadline_) || lingering_ || has_output()) {
     close();  // grace over, linger over, or a client that reads nothing
+  } else if (awaits_proxy_header_) {
+    // No request has begun: at the stop the connection just closes; otherwise the header is
+    // late, which counts as an error of the header.
+    if (!stopping_) ctx_.counters.proxy_header_error();
+    close();
   } else if (has_input()) {
     fail_request(408, "The request took too long to arrive.");
     flush(now);
@@ -285,9 +301,97 @@ void connection::drain_lingering() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The PROXY header
+//
+// The connection's first state for a trusted peer under --proxy-protocol, before any request
+// and before anything a layer on the socket would read: a TLS transport's handshake comes
+// after the header (the proxy relays the client's bytes, handshake included, behind it). So the
+// header is read from the raw socket (socket_), never through io_, and only up to its last
+// byte: each read peeks first, lets the parser say where the header ends, and takes exactly
+// the bytes that belong to it. Whatever follows stays in the socket as the first bytes of the
+// layer or of the first request. The parser's `incomplete` means that every byte passed is
+// header, so taking all that was peeked is right then, and the socket is left drained (no
+// level-triggered driver spins on bytes left behind). A short peek means drained, as a short
+// read does (transport.hpp). Errors close the connection without an answer (the peer is a
+// proxy speaking the wrong protocol, not a client to tell) and count in
+// spoold_proxy_header_errors_total; --header-timeout bounds the state from the accept.
+
+void connection::read_proxy_header(steady_clock::time_point now) {
+  for (;;) {
+    const std::size_t had = proxy_bytes_.size();
+    const std::size_t want = http::max_proxy_header - had;
+    proxy_bytes_.resize(http::max_proxy_header);
+    const io_result r = socket_.peek(proxy_bytes_.data() + had, want);
+    if (r.status != io_status::ok) {
+      proxy_bytes_.resize(had);
+      if (r.status == io_status::again) {
+        maybe_readable_ = false;
+        return;
+      }
+      fail_proxy_header();  // closed or reset before the header ended: truncated
+      return;
+    }
+    const http::proxy_header_result res =
+        http::parse_proxy_header(std::string_view(proxy_bytes_.data(), had + r.bytes));
+    if (res.status == http::proxy_status::error) {
+      fail_proxy_header();
+      return;
+    }
+    const std::size_t take =
+        res.status == http::proxy_status::complete ? res.length - had : r.bytes;
+    // The same bytes again, now taken: nothing else reads this socket in between.
+    const io_result got = socket_.read(proxy_bytes_.data() + had, take);
+    if (got.status != io_status::ok || got.bytes != take) {
+      fail_proxy_header();
+      return;
+    }
+    proxy_bytes_.resize(had + take);
+    last_activity_ = now;
+    if (res.status == http::proxy_status::complete) {
+      std::optional<ip_address> source;
+      if (res.has_source) source = ip_address{res.source};
+      proxy_header_done(source, now);
+      return;
+    }
+    if (r.bytes < want) {
+      maybe_readable_ = false;  // drained: the rest of the header is a new readiness
+      return;
+    }
+  }
+}
+
+void connection::proxy_header_done(const std::optional<ip_address>& source,
+                                   steady_clock::time_point now) {
+  awaits_proxy_header_ = false;
+  std::string().swap(proxy_bytes_);
+  maybe_readable_ = true;  // the first request may be in the socket behind the header
+  if (!source) return;     // LOCAL or UNKNOWN: the peer (a trusted proxy) is the client
+  proxied_client_ = source;
+  if (ctx_.log) proxied_text_ = source->text();
+  // The named client is counted as if it had connected itself; the trusted peer never was.
+  if (ctx_.clients == nullptr || ctx_.clients->open(client_key_of(*source), slot_)) return;
+  // Past its limit: the 429 every refused connection gets, then the lingering close. The
+  // connection was counted as opened and is closed as usual.
+  count_refusal(ctx_, refusal_reason::per_client);
+  out_.assign(refusal_response(refusal_reason::per_client));
+  close_after_write_ = true;
+  discarded_input_ = true;
+  flush(now);
+}
+
+void connection::fail_proxy_header() noexcept {
+  ctx_.counters.proxy_header_error();
+  close();
+}
+
+// ---------------------------------------------------------------------------------------------
 // Requests
 
 void connection::serve(int max_requests, steady_clock::time_point now) {
+  if (awaits_proxy_header_) {
+    if (maybe_readable_) read_proxy_header(now);
+    if (awaits_proxy_header_ || closed()) return;
+  }
   int served = 0;
   while (takes_requests()) {
     if (!worth_parsing()) {
@@ -339,12 +443,17 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
     info.log_line.append(req.method_text).append(" ").append(req.target);
     info.log_line.append(req.version_minor == 0 ? " HTTP/1.0" : " HTTP/1.1");
   }
-  // A trusted peer (a proxy) is not limited itself; the client it names is, and is logged.
-  // X-Forwarded-For from any other peer is the client's own word, and ignored. Without
+  // A trusted peer (a proxy) is not limited itself; the client it names is, and is logged:
+  // under --proxy-protocol the PROXY header's source (X-Forwarded-For is ignored then, and a
+  // LOCAL or UNKNOWN header leaves the peer unlimited), otherwise X-Forwarded-For's last
+  // address. X-Forwarded-For from any other peer is the client's own word, and ignored. Without
   // --trust and --rate-limit no request needs the client's address.
   std::optional<ip_address> client;
-  if (trusted_peer_) {
-    client = forwarded_for(req);
+  if (proxied_client_) {
+    client = proxied_client_;
+    if (ctx_.log) info.client = proxied_text_;
+  } else if (trusted_peer_) {
+    if (!ctx_.opts.proxy_protocol) client = forwarded_for(req);
     if (ctx_.log && client) info.client = client->text();
   } else if (rate_limited()) {
     client = peer_.ip();

@@ -189,6 +189,11 @@ class connection {
   [[nodiscard]] std::size_t input_limit() const noexcept;
   [[nodiscard]] bool stopping() const noexcept { return stopping_ || driver_.stopping(); }
 
+  // The PROXY header state (--proxy-protocol, trusted peers): reads the header off the raw
+  // socket, then counts the connection for the client it names.
+  void read_proxy_header(steady_clock::time_point now);
+  void proxy_header_done(const std::optional<ip_address>& source, steady_clock::time_point now);
+  void fail_proxy_header() noexcept;
   void read_input(steady_clock::time_point now);
   void drain_lingering();
   void answer(http::request& req, std::size_t consumed, steady_clock::time_point now);
@@ -235,6 +240,13 @@ class connection {
   bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
   bool refused_ = false;            // made by the refusal constructor: not counted as open
   bool trusted_peer_ = false;       // a --trust peer: its requests name their client
+  // The connection's first state under --proxy-protocol for a trusted peer: nothing but the
+  // PROXY header is read until it is complete (proxy_bytes_ holds what was read of it).
+  bool awaits_proxy_header_ = false;
+  std::string proxy_bytes_;
+  // The client the PROXY header named; nullopt without one (then the peer is the client).
+  std::optional<ip_address> proxied_client_;
+  std::string proxied_text_;  // its text for the access log, when logging
   request_info pending_;            // the request whose job is running
   peer_address peer_;
   client_slot slot_;  // the connection's place in its client's count; given back at close()

@@ -4,10 +4,20 @@
 // tells this object when it deletes connections and asks it on every idle tick; it trims when
 // the loop has no connection open, at most once per interval and only after deletions, so an
 // idle server does not trim again and again and a loaded one (never at zero) never pays for it.
+//
+// The models that give a connection a thread of its own (threaded, prethreaded, queue) free a
+// connection's memory on that thread, into that thread's arena (glibc gives threads arenas of
+// their own, up to eight per core), where it stays after the thread is gone or idle.
+// shared_memory_trim is memory_trim for them: every connection thread counts itself in and
+// out, and one thread of the model ticks once per interval (classic_model's trimmer). A thread
+// that ends frees what it kept (its metrics shard, the pool worker's own state) after its last
+// connection, so fewer live pool threads than at the last tick (queue's workers retiring after
+// the pool's keep-alive) is a reason to trim again too.
 #pragma once
 
 #include <malloc.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 
@@ -30,6 +40,32 @@ class memory_trim {
  private:
   bool deleted_ = false;  // connections deleted since the last trim
   clock::time_point next_{};
+};
+
+class shared_memory_trim {
+ public:
+  static constexpr auto interval = memory_trim::interval;
+
+  void connection_started() noexcept { open_.fetch_add(1, std::memory_order_relaxed); }
+  void connection_ended() noexcept {
+    ended_.store(true, std::memory_order_relaxed);
+    open_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Once per interval, on the ticking thread; `threads`: the pool's live threads now. A
+  // connection that starts while it trims costs nothing but the trim's own time (malloc_trim
+  // locks one arena at a time).
+  void on_tick(std::size_t threads) noexcept {
+    const bool fewer_threads = threads < threads_;
+    threads_ = threads;
+    if (open_.load(std::memory_order_relaxed) != 0) return;
+    if (!ended_.exchange(false, std::memory_order_relaxed) && !fewer_threads) return;
+    ::malloc_trim(0);
+  }
+
+ private:
+  std::atomic<std::size_t> open_{0};  // connections being served now
+  std::atomic<bool> ended_{false};    // a connection ended since the last trim
+  std::size_t threads_ = 0;           // the ticking thread's: live pool threads at the last tick
 };
 
 }  // namespace spoold

@@ -9,8 +9,9 @@
 // by the supervisor thread, which never touches the store, the metrics or the access log, so no
 // lock they use can be held in a child, and a worker never uses the pool. Each worker process
 // has its own store connection and access-log buffer (flushed by the worker); they share the
-// counters behind /metrics (metrics::share_across_processes) and the count of connections
-// being served (shared_counts), for --max-connections.
+// counters behind /metrics (metrics::share_across_processes), the count of connections being
+// served (shared_counts), for --max-connections, and the connections per client
+// (shared_client_counts), for --max-connections-per-client.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "models/classic_model.hpp"
+#include "models/client_limits.hpp"
 
 namespace spoold {
 namespace {
@@ -95,6 +97,12 @@ class preforked_model : public classic_model {
     ctx_.counters.share_across_processes();
     workers_.resize(ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers());
     counts_.emplace(workers_.size());
+    // --max-connections-per-client for the server, not per worker: the workers count into one
+    // shared table, each publishing what it holds so that a dead worker's count comes back.
+    if (ctx_.clients != nullptr && ctx_.opts.max_connections_per_client > 0) {
+      client_counts_.emplace(workers_.size());
+      ctx_.clients->share_connection_counts(&*client_counts_);
+    }
     parent_ = ::getpid();
     spawn("spoold-superv", [this] { supervise(); });
   }
@@ -114,6 +122,7 @@ class preforked_model : public classic_model {
   pid_t parent_ = -1;
   std::vector<worker> workers_;  // only the supervisor thread touches it
   std::optional<shared_counts> counts_;
+  std::optional<shared_client_counts> client_counts_;  // --max-connections-per-client
 };
 
 void preforked_model::supervise() {
@@ -146,6 +155,7 @@ void preforked_model::worker_main(std::size_t index) {
   // A worker blocked in accept() would not notice its parent's death through the stop pipe
   // and would keep the port: die with the parent (checked after asking, in case it is late).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent_) ::_exit(1);
+  if (client_counts_) ctx_.clients->set_holder(static_cast<long>(index));
   accept_loop([this, index](accepted&& a) {
     // Only with more workers than --max-connections can a worker be free to refuse.
     if (!counts_->enter(index, ctx_.opts.max_connections)) {
@@ -172,7 +182,9 @@ bool preforked_model::reap(bool block) {
                            [pid](const worker& w) { return w.pid == pid; });
     if (it == workers_.end()) continue;
     it->pid = -1;
-    counts_->forget(static_cast<std::size_t>(it - workers_.begin()));
+    const auto index = static_cast<std::size_t>(it - workers_.begin());
+    counts_->forget(index);
+    if (client_counts_) client_counts_->release_holder(index);
     const auto now = steady_clock::now();
     it->restart_at = now - it->started < restart_backoff ? now + restart_backoff : now;
     if (stop_.raised()) continue;

@@ -18,7 +18,7 @@ constexpr unsigned default_workers = 100;
 class prethreaded_model : public classic_model {
  public:
   explicit prethreaded_model(server_context& ctx)
-      : classic_model(ctx, {}), budget_(ctx.opts.max_connections) {}
+      : classic_model(ctx, {.trim_memory = true}), budget_(ctx.opts.max_connections) {}
 
  private:
   void start_threads() override {

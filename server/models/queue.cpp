@@ -16,7 +16,7 @@ namespace {
 
 class queue_model : public classic_model {
  public:
-  explicit queue_model(server_context& ctx) : classic_model(ctx, {}) {}
+  explicit queue_model(server_context& ctx) : classic_model(ctx, {.trim_memory = true}) {}
 
  private:
   void start_threads() override {

@@ -26,7 +26,8 @@ namespace {
 
 class threaded_model : public classic_model {
  public:
-  explicit threaded_model(server_context& ctx) : classic_model(ctx, {}) {}
+  explicit threaded_model(server_context& ctx)
+      : classic_model(ctx, {.trim_memory = true}) {}
 
  private:
   void start_threads() override {

@@ -41,6 +41,15 @@ io_result socket_transport::read(char* into, std::size_t size) noexcept {
   }
 }
 
+io_result socket_transport::peek(char* into, std::size_t size) noexcept {
+  for (;;) {
+    const ssize_t n = ::recv(fd_, into, size, MSG_PEEK);
+    if (n == 0) return {io_status::eof, 0};
+    if (n < 0 && errno == EINTR) continue;
+    return result_of(n);
+  }
+}
+
 io_result socket_transport::write(const char* from, std::size_t size, bool more) noexcept {
   const int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
   for (;;) {

@@ -80,6 +80,9 @@ class socket_transport final : public transport {
   io_result write(const char* from, std::size_t size, bool more) noexcept override;
   io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept override;
   bool shutdown_write() noexcept override;
+  // read() without taking the bytes: they stay in the socket for the next read. Only the
+  // PROXY header state uses it, on the raw socket before any layer (connection.cpp).
+  io_result peek(char* into, std::size_t size) noexcept;
 };
 
 }  // namespace spoold

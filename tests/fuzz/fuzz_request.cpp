@@ -1,6 +1,6 @@
 // libFuzzer target for spoold's HTTP input handling: parse_request (server/http/parser.hpp) with
 // both body framings (Content-Length, and the chunked decoder of body.hpp), percent_decode / parse_form / html_escape (form.hpp), parse_http_date and add_header
-// (response.hpp).
+// (response.hpp), and the PROXY protocol header (proxy_header.hpp).
 //
 // README: `tests/fuzz/run.sh <build-dir>` builds this file with clang (-fsanitize=fuzzer,
 // address,undefined) and runs it on a copy of tests/fuzz/corpus/ for SPOOLD_FUZZ_SECONDS
@@ -18,6 +18,7 @@
 
 #include "http/form.hpp"
 #include "http/parser.hpp"
+#include "http/proxy_header.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
 
@@ -227,6 +228,52 @@ void fuzz_response_bits(std::string_view buf) {
   CHECK(r.headers.find_first_of("\r\n") == r.headers.size() - 2);
 }
 
+void check_proxy_result(std::string_view buf, const spoold::http::proxy_header_result& r) {
+  using spoold::http::proxy_error;
+  using spoold::http::proxy_status;
+  switch (r.status) {
+    case proxy_status::incomplete:
+      // Every byte passed is header, and a header never outgrows its limit.
+      CHECK(r.error == proxy_error::none && !r.has_source && r.length == 0);
+      CHECK(buf.size() < spoold::http::max_proxy_header);
+      if (r.version == 1) CHECK(buf.size() < spoold::http::max_v1_header);
+      return;
+    case proxy_status::error:
+      CHECK(r.error != proxy_error::none && !r.has_source);
+      return;
+    case proxy_status::complete:
+      break;
+  }
+  CHECK(r.error == proxy_error::none);
+  CHECK(r.length > 0 && r.length <= buf.size() && r.length <= spoold::http::max_proxy_header);
+  CHECK(r.version == 1 || r.version == 2);
+  if (r.version == 1) {
+    CHECK(r.length <= spoold::http::max_v1_header);
+    CHECK(buf.substr(0, 6) == "PROXY " && buf.substr(r.length - 2, 2) == "\r\n");
+  }
+}
+
+// The PROXY header parser alone, then on prefixes: a prefix is incomplete or says exactly what
+// the whole says, so a connection reading the header in pieces decides as one that read it whole.
+void fuzz_proxy_header(std::string_view buf) {
+  const auto whole = spoold::http::parse_proxy_header(buf);
+  check_proxy_result(buf, whole);
+  const std::size_t splits[] = {buf.size() / 2, buf.empty() ? 0 : buf.size() - 1, 16, 107};
+  for (const std::size_t k : splits) {
+    if (k > buf.size()) continue;
+    const std::string_view prefix = buf.substr(0, k);
+    const auto part = spoold::http::parse_proxy_header(prefix);
+    check_proxy_result(prefix, part);
+    if (part.status == spoold::http::proxy_status::incomplete) continue;
+    CHECK(part.status == whole.status && part.error == whole.error && part.length == whole.length);
+    CHECK(part.has_source == whole.has_source && part.source == whole.source);
+  }
+  // What follows a complete header is the first request, as the connection sees it.
+  if (whole.status == spoold::http::proxy_status::complete) {
+    fuzz_parser(buf.substr(whole.length), limits{});
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -245,5 +292,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   fuzz_form(buf);
   fuzz_response_bits(buf);
+  fuzz_proxy_header(buf);
   return 0;
 }

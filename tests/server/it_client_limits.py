@@ -4,12 +4,15 @@ client's requests past its bucket with 429 and Retry-After on a connection that 
 --trust exempts a proxy and limits the client named by its X-Forwarded-For instead. Clients are
 told apart by binding their sockets to different loopback addresses (127.0.0.0/8 is all local).
 
-Where the counts are per process (README.md, "Per-client limits") the tests assert that
-instead: in preforked a worker counts only its own connection, and in forking and preforked a
-bucket lives in the process that serves the connection, so the tests that spread one client's
-requests over several connections run only where one process serves them all."""
+The connection count is one per server in every model (preforked's workers share it in shared
+memory, and a worker killed while serving gives its count back through the supervisor:
+KilledWorkerTest). Buckets are per process (README.md, "Per-client limits"): in forking and
+preforked a bucket lives in the process that serves the connection, so the tests that spread one
+client's requests over several connections run only where one process serves them all."""
 
 import concurrent.futures
+import os
+import signal
 import socket
 import unittest
 
@@ -22,8 +25,6 @@ REFUSED_429 = (b"HTTP/1.1 429 Too Many Requests\r\n"
                b"Too many connections from your address.\n")
 
 ONE_PROCESS = MODEL not in ("forking", "preforked")
-# One count per server: every model but preforked, whose workers count apart.
-SHARED_COUNT = MODEL != "preforked"
 
 
 def conn_from(port, source, server="127.0.0.1"):
@@ -110,18 +111,60 @@ class ConnectionLimitTest(ServerTestCase):
         self.assertGreaterEqual(m['spoold_requests_total{code="429"}'], 11)
 
 
-class PerWorkerCountTest(ServerTestCase):
-    """preforked: each worker counts only the connection it serves, one at a time, so one
-    client holds as many connections as there are workers whatever the limit."""
-    server_args = ("--max-connections-per-client", "1", "--workers", "2",
+class KilledWorkerTest(ServerTestCase):
+    """preforked: a worker killed while it serves a connection cannot give its client's count
+    back itself; the supervisor does when it reaps the worker."""
+    server_args = ("--max-connections-per-client", "1", "--workers", "4",
                    "--idle-timeout", "600")
 
-    def test_limit_is_per_worker(self):
-        with conn_from(self.server.port, "127.0.0.2") as a, \
-                conn_from(self.server.port, "127.0.0.2") as b:
-            for c in (a, b):
-                r = get_on(c)
-                self.assertEqual((r.status, r.body), (200, HELLO))
+    def serving_worker(self, client_port):
+        """The pid of the worker whose socket is connected to `client_port`."""
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    local_port = int(fields[1].rsplit(":", 1)[1], 16)
+                    remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                    if local_port == self.server.port and remote_port == client_port:
+                        inodes.add(f"socket:[{fields[9]}]")
+        parent = self.server.proc.pid
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid != parent:
+                    continue
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        return int(pid)
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+        self.fail(f"no worker holds the connection from port {client_port}")
+
+    def test_dead_workers_count_comes_back(self):
+        with conn_from(self.server.port, "127.0.0.2") as held:
+            self.assertEqual(get_on(held).status, 200)
+            # The limit holds across workers: a second connection is refused by another one.
+            self.assertEqual(refused_from(self.server.port, "127.0.0.2"), REFUSED_429)
+            os.kill(self.serving_worker(held.sock.getsockname()[1]), signal.SIGKILL)
+            self.assertEqual(held.read_to_eof(), b"")
+        # Reaped within the supervisor's 100 ms turn: the place is back.
+        c = wait_until(lambda: self.try_get("127.0.0.2"), 30, "the dead worker's count to return")
+        c.close()
+        self.assertIsNotNone(self.server.err.wait_for(lambda l: "killed by signal 9" in l,
+                                                      30 * SCALE))
+
+    def try_get(self, source):
+        c = conn_from(self.server.port, source)
+        r = get_on(c)
+        if r.status == 429:
+            c.close()
+            return None
+        self.assertEqual((r.status, r.body), (200, HELLO))
+        return c
 
 
 class DualStackTest(SiteTestCase):
@@ -229,10 +272,8 @@ class TrustTest(ServerTestCase):
 
 # What applies where (the module's docstring): the suite of each model holds the tests of what
 # that model does, and only those.
-if SHARED_COUNT:
-    del PerWorkerCountTest
-else:
-    del ConnectionLimitTest, DualStackTest
+if MODEL != "preforked":
+    del KilledWorkerTest
 if not ONE_PROCESS:
     del TrustTest
 

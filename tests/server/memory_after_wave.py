@@ -1,11 +1,16 @@
-"""After a wave of connections closes, an event-loop model (epoll, the default, and poll)
-gives the memory the wave took back to the system: RSS returns within 2x of the idle figure
-(models/memory_trim.hpp). Release builds only (tests/server/CMakeLists.txt): the figure is
+"""After a wave of connections closes, the server gives the memory the wave took back to the
+system: RSS returns within 2x of the idle figure (models/memory_trim.hpp). Registered for the
+event-loop models (epoll, the default, and poll) and for threaded and prethreaded, whose
+connection threads free into arenas of their own (tests/server/CMakeLists.txt says why not
+queue). Release builds only (tests/server/CMakeLists.txt): the figure is
 glibc malloc's, and a sanitizer replaces malloc with an allocator of its own that malloc_trim
 does not reach, and adds shadow memory of its own."""
 
+import sys
+import time
+
 from it_load import open_many
-from spoold_harness import HELLO, SiteTestCase, Spoold, main, scaled, wait_until
+from spoold_harness import HELLO, MODEL, SiteTestCase, Spoold, main, scaled, wait_until
 
 PARTIAL = b"GET /hello.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
@@ -38,6 +43,7 @@ class MemoryAfterWaveTest(SiteTestCase):
             finally:
                 for s in socks:
                     s.close()
+            closed_at = time.monotonic()
             figures = {}
 
             def settled():
@@ -52,6 +58,10 @@ class MemoryAfterWaveTest(SiteTestCase):
                 raise AssertionError(f"{e}: idle {idle} KiB, peak {peak} KiB, now "
                                      f"{figures.get('rss')} KiB with {figures.get('open')} "
                                      "connections open") from None
+            # The figures, for BENCHMARKS.md ("Memory after a wave").
+            print(f"memory_after_wave: model {MODEL}: idle {idle} KiB, peak {peak} KiB, "
+                  f"{figures['rss']} KiB {time.monotonic() - closed_at:.1f} s after the wave",
+                  file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <future>
+#include <latch>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -243,6 +245,46 @@ TEST(metrics, CountsOutliveTheThreadsThatMadeThem) {
   EXPECT_EQ(s.requests, 100u);
   EXPECT_EQ(s.bytes_sent, 200u);
   EXPECT_EQ(s.connections_open, 100u);
+}
+
+// Hundreds of threads live at once (a wave of connection threads), then end together: past
+// the 64 kept for reuse their shards are folded into one and freed. A reader taking snapshots
+// meanwhile sees every count exactly once, never twice, never missing.
+TEST(metrics, FoldedShardsKeepEveryCount) {
+  constexpr int threads = 300;
+  metrics m;
+  std::latch recorded(threads);
+  std::promise<void> go;
+  std::shared_future<void> started = go.get_future().share();
+  std::vector<std::thread> wave;
+  for (int t = 0; t < threads; ++t) {
+    wave.emplace_back([&m, &recorded, started] {
+      m.record_response(200, 3);
+      m.connection_opened();
+      m.connection_closed();
+      recorded.count_down();
+      started.wait();
+    });
+  }
+  recorded.wait();
+  std::atomic<bool> ended{false};
+  std::atomic<int> wrong{0};
+  std::thread reader([&] {
+    do {
+      const spoold::metrics_snapshot s = m.snapshot();
+      if (s.requests != threads || s.bytes_sent != 3u * threads ||
+          s.connections_accepted != threads || s.connections_open != 0) {
+        wrong.fetch_add(1);
+      }
+    } while (!ended.load());
+  });
+  go.set_value();
+  for (std::thread& t : wave) t.join();
+  ended = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(m.snapshot().requests, static_cast<std::uint64_t>(threads));
+  EXPECT_EQ(m.count_for(200), static_cast<std::uint64_t>(threads));
 }
 
 TEST(metrics, ThreadsMayOutliveTheObject) {
