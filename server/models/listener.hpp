@@ -22,6 +22,9 @@ struct accepted {
   int fd = -1;
   peer_address peer;
   client_slot slot;  // the connection's place in its client's count, if counted
+  // Accepted on a TLS listener: the connection layers a tls_transport on the socket, and a
+  // refusal closes it without a plaintext answer the client could not read.
+  tls_context* tls = nullptr;
 };
 
 enum class accept_outcome {
@@ -49,8 +52,10 @@ class listener {
   // Binds --bind:--port (the port the first listener of a model got, for the next ones). With
   // `blocking`, accept() waits for a connection (the models that block in it); otherwise it
   // returns `empty` (event loops). `reuse_port`: SO_REUSEPORT, one listener per event loop.
-  // Exhausted accepts are counted into ctx.counters. Throws std::system_error.
-  void open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port = false);
+  // Exhausted accepts are counted into ctx.counters. `tls`: every connection accepted here
+  // speaks TLS with ctx.tls (which must be set). Throws std::system_error.
+  void open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port = false,
+            bool tls = false);
   [[nodiscard]] int fd() const noexcept { return fd_; }
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
@@ -86,6 +91,7 @@ class listener {
   int fd_ = -1;
   std::uint16_t port_ = 0;
   server_context* ctx_ = nullptr;
+  tls_context* tls_ = nullptr;
 };
 
 // How many connections a listening model accepts per turn of its loop: a burst of new

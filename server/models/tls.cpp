@@ -1,0 +1,265 @@
+#include "models/tls.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+
+namespace spoold {
+namespace {
+
+// TLS 1.2: forward secrecy (ECDHE) and AEAD only, strongest first. TLS 1.3's suites are all
+// AEAD with ephemeral keys; OpenSSL's default list is kept.
+constexpr const char* tls12_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// The server-side session cache: sessions of clients that resume by session ID (those that do
+// not take tickets), per SSL_CTX (so per process).
+constexpr long session_cache_size = 20'000;
+constexpr long session_timeout_s = 300;
+
+// The most send_file reads from the file at once: a few TLS records.
+constexpr std::size_t file_buffer_size = 64 * 1024;
+
+constexpr unsigned char session_id_context[] = "spoold";
+
+// ALPN "http/1.1" in wire format (a length byte, then the name).
+constexpr unsigned char http11_alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+std::string openssl_reason() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char text[256];
+  ERR_error_string_n(e, text, sizeof text);
+  return text;
+}
+
+int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
+                const unsigned char* in, unsigned int inlen, void*) {
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, outlen, http11_alpn, sizeof http11_alpn, in, inlen) ==
+      OPENSSL_NPN_NEGOTIATED) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  if (auto* t = static_cast<tls_transport*>(SSL_get_app_data(ssl))) {
+    t->set_failure(tls_failure::alpn);
+  }
+  return SSL_TLSEXT_ERR_ALERT_FATAL;  // no_application_protocol
+}
+
+// A configured SSL_CTX holding the files' certificate and key. Throws std::runtime_error.
+SSL_CTX* make_ctx(const std::string& cert_file, const std::string& key_file) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) throw std::runtime_error("SSL_CTX_new: " + openssl_reason());
+  auto fail = [&](const std::string& what) {
+    const std::string why = openssl_reason();
+    SSL_CTX_free(ctx);
+    throw std::runtime_error(what + ": " + why);
+  };
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1) {
+    fail("TLS versions");
+  }
+  if (SSL_CTX_set_cipher_list(ctx, tls12_ciphers) != 1) fail("TLS 1.2 ciphers");
+  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+  // Writes return what one record took (partial writes), from a buffer that may have moved
+  // since a write said `again` (the connection's output string grows); idle connections give
+  // their record buffers back.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+  SSL_CTX_sess_set_cache_size(ctx, session_cache_size);
+  SSL_CTX_set_timeout(ctx, session_timeout_s);
+  if (SSL_CTX_set_session_id_context(ctx, session_id_context, sizeof session_id_context - 1) != 1) {
+    fail("session id context");
+  }
+  SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+    fail("certificate " + cert_file);
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    fail("private key " + key_file);
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) fail("key " + key_file + " does not match " + cert_file);
+  return ctx;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// tls_context
+
+tls_context::tls_context(std::string cert_file, std::string key_file)
+    : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)),
+      current_(make_ctx(cert_file_, key_file_)) {}
+
+tls_context::~tls_context() { SSL_CTX_free(current_); }
+
+std::string tls_context::reload() {
+  SSL_CTX* fresh = nullptr;
+  try {
+    fresh = make_ctx(cert_file_, key_file_);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  std::lock_guard lock(mu_);
+  // Tickets issued under the old keys keep resuming.
+  unsigned char keys[80];
+  if (SSL_CTX_get_tlsext_ticket_keys(current_, keys, sizeof keys) == 1) {
+    (void)SSL_CTX_set_tlsext_ticket_keys(fresh, keys, sizeof keys);
+  }
+  SSL_CTX_free(current_);  // connections that use it hold references of their own
+  current_ = fresh;
+  return {};
+}
+
+SSL* tls_context::new_ssl(int fd) {
+  SSL_CTX* ctx = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    ctx = current_;
+    SSL_CTX_up_ref(ctx);
+  }
+  SSL* ssl = SSL_new(ctx);
+  SSL_CTX_free(ctx);  // the SSL holds its own reference
+  if (ssl == nullptr) {
+    ERR_clear_error();
+    return nullptr;
+  }
+  if (SSL_set_fd(ssl, fd) != 1) {
+    ERR_clear_error();
+    SSL_free(ssl);
+    return nullptr;
+  }
+  SSL_set_accept_state(ssl);
+  return ssl;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tls_transport
+
+tls_transport::tls_transport(int fd, SSL* ssl) noexcept : transport(fd), ssl_(ssl) {
+  SSL_set_app_data(ssl_, this);
+}
+
+tls_transport::~tls_transport() { SSL_free(ssl_); }  // the socket is its owner's to close
+
+io_status tls_transport::classify(int rc, short own_direction) noexcept {
+  const int err = SSL_get_error(ssl_, rc);
+  switch (err) {
+    case SSL_ERROR_WANT_READ:
+      crossed_ = own_direction == POLLIN ? 0 : POLLIN;
+      return io_status::again;
+    case SSL_ERROR_WANT_WRITE:
+      crossed_ = own_direction == POLLOUT ? 0 : POLLOUT;
+      return io_status::again;
+    case SSL_ERROR_ZERO_RETURN:  // close_notify, or (SSL_OP_IGNORE_UNEXPECTED_EOF) a bare close
+      crossed_ = 0;
+      if (!established_ && !failed_) set_failure(tls_failure::closed);
+      return io_status::eof;
+    case SSL_ERROR_SSL: {
+      crossed_ = 0;
+      const int reason = ERR_GET_REASON(ERR_peek_error());
+      ERR_clear_error();
+      if (!established_ && !failed_) {
+        set_failure(reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST
+                        ? tls_failure::plaintext
+                        : tls_failure::protocol);
+      }
+      return io_status::error;
+    }
+    default:  // SSL_ERROR_SYSCALL: the socket failed (reset)
+      crossed_ = 0;
+      ERR_clear_error();
+      if (!established_ && !failed_) set_failure(tls_failure::closed);
+      return io_status::error;
+  }
+}
+
+io_result tls_transport::read(char* into, std::size_t size) noexcept {
+  // The short-read contract (transport.hpp): SSL_read hands out one record at a time, so read
+  // until the buffer is full or the socket has nothing more.
+  std::size_t got = 0;
+  while (got < size) {
+    ERR_clear_error();
+    const int ask = static_cast<int>(std::min<std::size_t>(size - got, 1u << 30));
+    const int n = SSL_read(ssl_, into + got, ask);
+    if (n > 0) {
+      established_ = true;
+      crossed_ = 0;
+      got += static_cast<std::size_t>(n);
+      continue;
+    }
+    const io_status s = classify(n, POLLIN);
+    if (s == io_status::again && SSL_is_init_finished(ssl_)) established_ = true;
+    if (got > 0 && s == io_status::again) break;
+    if (got > 0) {
+      // eof or error after some bytes: hand those out now; the next read says it again.
+      break;
+    }
+    return {s, 0};
+  }
+  return {io_status::ok, got};
+}
+
+io_result tls_transport::write(const char* from, std::size_t size, bool more) noexcept {
+  (void)more;  // records are cut by SSL_write; there is no cork to hold them
+  ERR_clear_error();
+  const int ask = static_cast<int>(std::min<std::size_t>(size, 1u << 30));
+  const int n = SSL_write(ssl_, from, ask);
+  if (n > 0) {
+    crossed_ = 0;
+    return {io_status::ok, static_cast<std::size_t>(n)};
+  }
+  const io_status s = classify(n, POLLOUT);
+  return {s == io_status::eof ? io_status::error : s, 0};
+}
+
+io_result tls_transport::send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept {
+  // The buffer holds file bytes from file_at_; `offset` only moves by what SSL_write accepted,
+  // so after an `again` the same bytes are offered again, as SSL_write requires.
+  if (file_fd != file_fd_ || offset < file_at_ || offset >= file_at_ + file_len_) {
+    if (!file_buf_) {
+      file_buf_ = std::unique_ptr<char[]>(new (std::nothrow) char[file_buffer_size]);
+      if (!file_buf_) return {io_status::error, 0};
+    }
+    const std::size_t want = std::min(size, file_buffer_size);
+    ssize_t n;
+    do {
+      n = ::pread(file_fd, file_buf_.get(), want, static_cast<off_t>(offset));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return {io_status::error, 0};  // the file shrank under us
+    file_fd_ = file_fd;
+    file_at_ = offset;
+    file_len_ = static_cast<std::size_t>(n);
+  }
+  const std::size_t skip = static_cast<std::size_t>(offset - file_at_);
+  const std::size_t left = std::min(file_len_ - skip, size);
+  const io_result r = write(file_buf_.get() + skip, left, false);
+  if (r.status == io_status::ok) {
+    offset += r.bytes;
+    if (offset == file_at_ + file_len_) file_fd_ = -1;  // used up
+  }
+  return r;
+}
+
+bool tls_transport::shutdown_write() noexcept {
+  // close_notify, then the socket's sending side. A close_notify the socket cannot take now is
+  // dropped with the rest: the peer still sees the end of the stream.
+  ERR_clear_error();
+  (void)SSL_shutdown(ssl_);
+  ERR_clear_error();
+  return ::shutdown(fd_, SHUT_WR) == 0;
+}
+
+}  // namespace spoold

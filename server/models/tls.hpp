@@ -1,0 +1,114 @@
+// TLS for spoold (OpenSSL): the server's certificate and settings (tls_context) and the
+// transport that encrypts one connection (tls_transport, transport.hpp's contract).
+//
+// Settings, fixed: TLS 1.2 and 1.3 only; for 1.2 ECDHE key exchange with AEAD ciphers only
+// (AES-GCM, ChaCha20-Poly1305), for 1.3 OpenSSL's default suites; the server's cipher order
+// wins; no renegotiation. ALPN: the server speaks http/1.1 alone. A client that offers ALPN
+// without http/1.1 (an h2-only client) fails the handshake with the no_application_protocol
+// alert (RFC 7301, section 3.2) rather than getting HTTP/1.1 answers it did not ask for; a client
+// that offers no ALPN at all gets HTTP/1.1. Resumption: session tickets (1.2 and 1.3) and a
+// server-side session cache, both per tls_context (README.md, "TLS").
+//
+// Reload (SIGHUP): reload() reads the certificate and key again into a new SSL_CTX and makes it
+// current; connections keep the SSL_CTX they started with (OpenSSL counts its references), new
+// handshakes get the new one. The ticket keys pass to the new SSL_CTX, so tickets issued before
+// a reload still resume after it. A file that cannot be loaded leaves the current one in place.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "app/metrics.hpp"
+#include "models/transport.hpp"
+
+namespace spoold {
+
+// Why a handshake failed: the label of spoold_tls_handshake_failures_total{reason=...}.
+enum class tls_failure : std::uint8_t {
+  closed,     // the client closed or reset the connection before the handshake ended
+  timeout,    // the handshake took longer than --header-timeout
+  plaintext,  // the client sent plain HTTP to the TLS port
+  protocol,   // no common version or cipher (TLS 1.1 and older, say), or a malformed handshake
+  alpn,       // the client offered ALPN without http/1.1
+};
+static_assert(static_cast<std::size_t>(tls_failure::alpn) + 1 == tls_failure_reasons &&
+              tls_failure_names[static_cast<std::size_t>(tls_failure::plaintext)] == "plaintext");
+
+class tls_context {
+ public:
+  // Loads the certificate chain (PEM) and its private key. Throws std::runtime_error naming the
+  // file and OpenSSL's reason.
+  tls_context(std::string cert_file, std::string key_file);
+  ~tls_context();
+  tls_context(const tls_context&) = delete;
+  tls_context& operator=(const tls_context&) = delete;
+
+  // Loads the files again. Returns "" when the new certificate is in use, else why not (the
+  // current one stays).
+  std::string reload();
+
+  // A server-side SSL object for `fd`, of the current SSL_CTX; nullptr when out of memory.
+  [[nodiscard]] SSL* new_ssl(int fd);
+
+ private:
+  std::string cert_file_;
+  std::string key_file_;
+  std::mutex mu_;          // guards current_ (reload() against new_ssl())
+  SSL_CTX* current_ = nullptr;
+};
+
+// A TLS layer over a non-blocking socket that someone else owns (the connection's
+// socket_transport closes it). The handshake runs inside the first read.
+//
+// Level-triggered drivers: a read may need the socket writable (the handshake's answer, a
+// session ticket that did not fit) and a write may need it readable; crossed() says which,
+// after an `again`.
+class tls_transport final : public transport {
+ public:
+  // Takes ownership of `ssl` (from tls_context::new_ssl), attached to `fd`.
+  tls_transport(int fd, SSL* ssl) noexcept;
+  ~tls_transport() override;
+
+  io_result read(char* into, std::size_t size) noexcept override;
+  io_result write(const char* from, std::size_t size, bool more) noexcept override;
+  io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept override;
+  bool shutdown_write() noexcept override;
+  [[nodiscard]] short crossed() const noexcept override { return crossed_; }
+
+  // The handshake is done (the first read past it returned).
+  [[nodiscard]] bool established() const noexcept { return established_; }
+  // The handshake resumed an earlier session (a ticket or the session cache).
+  [[nodiscard]] bool resumed() const noexcept { return SSL_session_reused(ssl_) == 1; }
+  // Why the handshake failed; set once read() has returned eof or error before established().
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+  [[nodiscard]] tls_failure failure() const noexcept { return failure_; }
+  void set_failure(tls_failure f) noexcept {
+    failed_ = true;
+    failure_ = f;
+  }
+
+ private:
+  // `again`, `eof` or `error` for SSL call result `rc`, noting what the call waits for.
+  io_status classify(int rc, short own_direction) noexcept;
+
+  SSL* ssl_;
+  short crossed_ = 0;
+  bool established_ = false;
+  bool failed_ = false;
+  tls_failure failure_ = tls_failure::closed;
+  // send_file's bytes: the file range [file_at_, file_at_ + file_len_) read and not yet accepted
+  // by SSL_write. A write that returned `again` must be repeated with the same bytes, so they
+  // are kept until SSL_write takes them.
+  std::unique_ptr<char[]> file_buf_;
+  std::uint64_t file_at_ = 0;
+  std::size_t file_len_ = 0;
+  int file_fd_ = -1;
+};
+
+}  // namespace spoold
