@@ -1,13 +1,19 @@
 #include "models/tls.hpp"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 namespace spoold {
@@ -56,12 +62,31 @@ int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
   return SSL_TLSEXT_ERR_ALERT_FATAL;  // no_application_protocol
 }
 
-// A configured SSL_CTX holding the files' certificate and key. Throws std::runtime_error.
-SSL_CTX* make_ctx(const std::string& cert_file, const std::string& key_file) {
+// The whole of a file; throws std::runtime_error naming `what`.
+std::string read_whole(const std::string& path, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    throw std::runtime_error(std::string(what) + " " + path + ": " + std::strerror(errno));
+  }
+  std::string out;
+  char chunk[16384];
+  std::size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) out.append(chunk, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw std::runtime_error(std::string(what) + " " + path + ": read error");
+  return out;
+}
+
+// A configured SSL_CTX holding a certificate chain and key (PEM bytes, `names` for errors).
+// Throws std::runtime_error.
+SSL_CTX* make_ctx(const pem_pair& pem) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) throw std::runtime_error("SSL_CTX_new: " + openssl_reason());
+  BIO* bio = nullptr;
   auto fail = [&](const std::string& what) {
     const std::string why = openssl_reason();
+    BIO_free(bio);
     SSL_CTX_free(ctx);
     throw std::runtime_error(what + ": " + why);
   };
@@ -84,13 +109,42 @@ SSL_CTX* make_ctx(const std::string& cert_file, const std::string& key_file) {
     fail("session id context");
   }
   SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
-    fail("certificate " + cert_file);
+
+  // The certificate, then the chain behind it (as SSL_CTX_use_certificate_chain_file reads).
+  const std::string cert_what = "certificate " + pem.cert_name;
+  bio = BIO_new_mem_buf(pem.cert.data(), static_cast<int>(pem.cert.size()));
+  if (bio == nullptr) fail(cert_what);
+  X509* leaf = PEM_read_bio_X509_AUX(bio, nullptr, nullptr, nullptr);
+  if (leaf == nullptr) fail(cert_what);
+  const int used = SSL_CTX_use_certificate(ctx, leaf);
+  X509_free(leaf);
+  if (used != 1) fail(cert_what);
+  while (X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
+      X509_free(ca);
+      fail(cert_what);
+    }
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    fail("private key " + key_file);
+  const unsigned long end = ERR_peek_last_error();
+  if (ERR_GET_LIB(end) != ERR_LIB_PEM || ERR_GET_REASON(end) != PEM_R_NO_START_LINE) {
+    fail(cert_what);  // not the end of the file: a broken certificate in the chain
   }
-  if (SSL_CTX_check_private_key(ctx) != 1) fail("key " + key_file + " does not match " + cert_file);
+  ERR_clear_error();
+  BIO_free(bio);
+
+  const std::string key_what = "private key " + pem.key_name;
+  bio = BIO_new_mem_buf(pem.key.data(), static_cast<int>(pem.key.size()));
+  if (bio == nullptr) fail(key_what);
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+  if (key == nullptr) fail(key_what);
+  const int key_used = SSL_CTX_use_PrivateKey(ctx, key);
+  EVP_PKEY_free(key);
+  if (key_used != 1) fail(key_what);
+  BIO_free(bio);
+  bio = nullptr;
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    fail("key " + pem.key_name + " does not match " + pem.cert_name);
+  }
   return ctx;
 }
 
@@ -99,36 +153,177 @@ SSL_CTX* make_ctx(const std::string& cert_file, const std::string& key_file) {
 // ---------------------------------------------------------------------------------------------
 // tls_context
 
-tls_context::tls_context(std::string cert_file, std::string key_file)
-    : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)),
-      current_(make_ctx(cert_file_, key_file_)) {}
+namespace {
 
-tls_context::~tls_context() { SSL_CTX_free(current_); }
+// The context whose mutex fork() must not copy while locked (spoold has one).
+std::atomic<tls_context*> forking_context{nullptr};
+
+void fork_prepare() {
+  if (tls_context* c = forking_context.load()) c->lock_for_fork();
+}
+void fork_parent() {
+  if (tls_context* c = forking_context.load()) c->unlock_after_fork_in_parent();
+}
+void fork_child() {
+  if (tls_context* c = forking_context.load()) c->reset_after_fork_in_child();
+}
+
+}  // namespace
+
+// The certificate and key in use, as PEM bytes in shared memory, so that a process forked
+// before a reload loads what the reload loaded (the files may have changed again since). One
+// writer (the process that reloads, on its signal-taking thread); readers copy under a sequence
+// count, odd while the bytes are being written (a seqlock). Bytes are atomics so that a copy
+// racing a write is defined; the sequence tells the reader to copy again.
+struct tls_context::shared_pem {
+  static constexpr std::size_t capacity = 256 * 1024;
+  std::atomic<std::uint64_t> sequence{0};
+  std::atomic<std::uint32_t> cert_size{0};
+  std::atomic<std::uint32_t> key_size{0};
+  std::atomic<char> bytes[capacity];
+};
+
+namespace {
+
+pem_pair read_pem(const std::string& cert_file, const std::string& key_file) {
+  pem_pair pem{read_whole(cert_file, "certificate"), read_whole(key_file, "private key"),
+               cert_file, key_file};
+  if (pem.cert.size() + pem.key.size() > tls_context::pem_capacity()) {
+    throw std::runtime_error("certificate " + cert_file + " and key " + key_file +
+                             " together exceed 256 KiB");
+  }
+  return pem;
+}
+
+void copy_in(std::atomic<char>* to, const std::string& from) {
+  for (std::size_t i = 0; i < from.size(); ++i) to[i].store(from[i], std::memory_order_relaxed);
+}
+
+std::string copy_out(const std::atomic<char>* from, std::size_t n) {
+  std::string out(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) out[i] = from[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+}  // namespace
+
+std::size_t tls_context::pem_capacity() noexcept { return shared_pem::capacity; }
+
+tls_context::tls_context(std::string cert_file, std::string key_file)
+    : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)) {
+  const pem_pair pem = read_pem(cert_file_, key_file_);
+  current_ = make_ctx(pem);
+  try {
+    shared_ = make_shared_mapping<shared_pem>("mmap (TLS certificate)");
+  } catch (...) {
+    SSL_CTX_free(current_);
+    throw;
+  }
+  publish(pem);
+  loaded_sequence_ = shared_->sequence.load(std::memory_order_relaxed);
+  static std::once_flag registered;
+  std::call_once(registered, [] { ::pthread_atfork(fork_prepare, fork_parent, fork_child); });
+  forking_context.store(this);
+}
+
+tls_context::~tls_context() {
+  tls_context* self = this;
+  forking_context.compare_exchange_strong(self, nullptr);
+  SSL_CTX_free(current_);
+}
+
+void tls_context::publish(const pem_pair& pem) {
+  shared_pem& s = *shared_;
+  const std::uint64_t seq = s.sequence.load(std::memory_order_relaxed);
+  s.sequence.store(seq + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  copy_in(s.bytes, pem.cert);
+  copy_in(s.bytes + pem.cert.size(), pem.key);
+  s.cert_size.store(static_cast<std::uint32_t>(pem.cert.size()), std::memory_order_relaxed);
+  s.key_size.store(static_cast<std::uint32_t>(pem.key.size()), std::memory_order_relaxed);
+  s.sequence.store(seq + 2, std::memory_order_release);
+}
+
+void tls_context::install(SSL_CTX* fresh, std::uint64_t sequence) {
+  SSL_CTX* old = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    // Tickets issued under the old keys keep resuming.
+    unsigned char keys[80];
+    if (SSL_CTX_get_tlsext_ticket_keys(current_, keys, sizeof keys) == 1) {
+      (void)SSL_CTX_set_tlsext_ticket_keys(fresh, keys, sizeof keys);
+    }
+    old = current_;
+    current_ = fresh;
+    loaded_sequence_ = sequence;
+  }
+  SSL_CTX_free(old);  // connections that use it hold references of their own
+}
 
 std::string tls_context::reload() {
   SSL_CTX* fresh = nullptr;
+  pem_pair pem;
   try {
-    fresh = make_ctx(cert_file_, key_file_);
+    pem = read_pem(cert_file_, key_file_);
+    fresh = make_ctx(pem);
   } catch (const std::exception& e) {
     return e.what();
   }
-  std::lock_guard lock(mu_);
-  // Tickets issued under the old keys keep resuming.
-  unsigned char keys[80];
-  if (SSL_CTX_get_tlsext_ticket_keys(current_, keys, sizeof keys) == 1) {
-    (void)SSL_CTX_set_tlsext_ticket_keys(fresh, keys, sizeof keys);
+  std::uint64_t sequence;
+  {
+    // Under mu_ with the swap: this process's threads never see the sequence ahead of current_.
+    std::lock_guard lock(mu_);
+    publish(pem);
+    sequence = shared_->sequence.load(std::memory_order_relaxed);
   }
-  SSL_CTX_free(current_);  // connections that use it hold references of their own
-  current_ = fresh;
+  install(fresh, sequence);
   return {};
 }
 
-SSL* tls_context::new_ssl(int fd) {
-  SSL_CTX* ctx = nullptr;
-  {
+void tls_context::catch_up() {
+  const shared_pem& s = *shared_;
+  pem_pair pem{{}, {}, cert_file_, key_file_};
+  std::uint64_t seq;
+  for (;;) {
+    seq = s.sequence.load(std::memory_order_acquire);
+    if (seq % 2 != 0) continue;  // being written: a few microseconds
+    const std::size_t cert_size = s.cert_size.load(std::memory_order_relaxed);
+    const std::size_t key_size = s.key_size.load(std::memory_order_relaxed);
+    if (cert_size + key_size <= shared_pem::capacity) {
+      pem.cert = copy_out(s.bytes, cert_size);
+      pem.key = copy_out(s.bytes + cert_size, key_size);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.sequence.load(std::memory_order_relaxed) == seq) break;
+  }
+  SSL_CTX* fresh = nullptr;
+  try {
+    fresh = make_ctx(pem);
+  } catch (const std::exception& e) {
+    // The reloading process loaded these bytes; failing here means memory ran out.
+    std::fprintf(stderr, "spoold: TLS reload failed in process %d, keeping the current "
+                 "certificate: %s\n", static_cast<int>(::getpid()), e.what());
     std::lock_guard lock(mu_);
-    ctx = current_;
-    SSL_CTX_up_ref(ctx);
+    loaded_sequence_ = seq;
+    return;
+  }
+  install(fresh, seq);
+}
+
+SSL_CTX* tls_context::current_ctx() {
+  std::lock_guard lock(mu_);
+  // reload() changes both under mu_: they differ only in a process forked before a reload.
+  if (shared_->sequence.load(std::memory_order_acquire) != loaded_sequence_) return nullptr;
+  SSL_CTX_up_ref(current_);
+  return current_;
+}
+
+SSL* tls_context::new_ssl(int fd) {
+  SSL_CTX* ctx = current_ctx();
+  if (ctx == nullptr) {
+    catch_up();  // a process forked before a reload
+    ctx = current_ctx();
+    if (ctx == nullptr) return nullptr;  // reloaded again meanwhile: this client retries
   }
   SSL* ssl = SSL_new(ctx);
   SSL_CTX_free(ctx);  // the SSL holds its own reference

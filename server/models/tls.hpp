@@ -13,10 +13,16 @@
 // current; connections keep the SSL_CTX they started with (OpenSSL counts its references), new
 // handshakes get the new one. The ticket keys pass to the new SSL_CTX, so tickets issued before
 // a reload still resume after it. A file that cannot be loaded leaves the current one in place.
+//
+// Processes (forking, preforked): a child forked after a reload has the new SSL_CTX. A child
+// forked before it (a preforked worker) finds the certificate and key that the reload loaded in
+// shared memory, and loads them before its next handshake. The mutex is held across fork()
+// (pthread_atfork), so no child starts with it locked by a thread that does not exist there.
 #pragma once
 
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,6 +32,7 @@
 
 #include "app/metrics.hpp"
 #include "models/transport.hpp"
+#include "shared_mapping.hpp"
 
 namespace spoold {
 
@@ -39,6 +46,14 @@ enum class tls_failure : std::uint8_t {
 };
 static_assert(static_cast<std::size_t>(tls_failure::alpn) + 1 == tls_failure_reasons &&
               tls_failure_names[static_cast<std::size_t>(tls_failure::plaintext)] == "plaintext");
+
+// A certificate chain and its key, PEM; the names are the files', for messages.
+struct pem_pair {
+  std::string cert;
+  std::string key;
+  std::string cert_name;
+  std::string key_name;
+};
 
 class tls_context {
  public:
@@ -56,11 +71,32 @@ class tls_context {
   // A server-side SSL object for `fd`, of the current SSL_CTX; nullptr when out of memory.
   [[nodiscard]] SSL* new_ssl(int fd);
 
+  // pthread_atfork's handlers (tls.cpp).
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork_in_parent() { mu_.unlock(); }
+  void reset_after_fork_in_child() { new (&mu_) std::mutex(); }
+
+  // The most bytes of certificate chain and key together.
+  static std::size_t pem_capacity() noexcept;
+
  private:
+  struct shared_pem;
+
+  void publish(const pem_pair& pem);                 // into shared_
+  void install(SSL_CTX* fresh, std::uint64_t sequence);  // makes it current_
+  void catch_up();  // loads what shared_ holds (a process forked before a reload)
+  // The current SSL_CTX with a reference for the caller; nullptr if a reload in another process
+  // has not been caught up with.
+  SSL_CTX* current_ctx();
+
   std::string cert_file_;
   std::string key_file_;
-  std::mutex mu_;          // guards current_ (reload() against new_ssl())
+  std::mutex mu_;  // guards current_ and loaded_sequence_
   SSL_CTX* current_ = nullptr;
+  // The PEM bytes in use, shared by every process forked from this one (tls.cpp), and the
+  // sequence count of the bytes this process's current_ was made from.
+  shared_mapping<shared_pem> shared_;
+  std::uint64_t loaded_sequence_ = 0;
 };
 
 // A TLS layer over a non-blocking socket that someone else owns (the connection's
