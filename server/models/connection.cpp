@@ -95,10 +95,12 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
   if (a.tls != nullptr) {
     // The handshake is timed like a request head: it must end within --header-timeout.
     head_started_ = now;
-    SSL* ssl = a.tls->new_ssl(socket_.fd());
+    SSL* ssl = a.ssl != nullptr ? a.ssl : a.tls->new_ssl(socket_.fd());
+    a.ssl = nullptr;
     if (ssl != nullptr) tls_.reset(new (std::nothrow) tls_transport(socket_.fd(), ssl));
     if (tls_) {
       io_ = tls_.get();
+      handshake_counted_ = tls_->established();  // counted where it ended
     } else {
       if (ssl != nullptr) SSL_free(ssl);
       socket_.close();  // out of memory: the client sees the connection close

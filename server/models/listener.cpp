@@ -133,6 +133,8 @@ void refuse_connection(server_context& ctx, accepted&& a, refusal_reason why) no
   if (a.fd < 0) return;
   if (a.tls != nullptr) {
     // A TLS client could not read a plaintext answer; it sees the connection close.
+    SSL_free(a.ssl);
+    a.ssl = nullptr;
     ::close(a.fd);
     a.fd = -1;
     count_refusal(ctx, why);

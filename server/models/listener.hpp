@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <openssl/ssl.h>
+
 #include "models/client_limits.hpp"
 #include "models/model.hpp"
 #include "net.hpp"
@@ -25,6 +27,9 @@ struct accepted {
   // Accepted on a TLS listener: the connection layers a tls_transport on the socket, and a
   // refusal closes it without a plaintext answer the client could not read.
   tls_context* tls = nullptr;
+  // A TLS session whose handshake has ended (the queue model's handshake stage), owned by
+  // whoever holds this: the connection layers it on the socket; a refusal frees it.
+  SSL* ssl = nullptr;
 };
 
 enum class accept_outcome {

@@ -343,8 +343,20 @@ SSL* tls_context::new_ssl(int fd) {
 // ---------------------------------------------------------------------------------------------
 // tls_transport
 
-tls_transport::tls_transport(int fd, SSL* ssl) noexcept : transport(fd), ssl_(ssl) {
+tls_transport::tls_transport(int fd, SSL* ssl) noexcept
+    : transport(fd), ssl_(ssl), established_(SSL_is_init_finished(ssl) == 1) {
   SSL_set_app_data(ssl_, this);
+}
+
+io_status tls_transport::handshake() noexcept {
+  ERR_clear_error();
+  const int rc = SSL_do_handshake(ssl_);
+  if (rc == 1) {
+    established_ = true;
+    crossed_ = 0;
+    return io_status::ok;
+  }
+  return classify(rc, POLLIN);
 }
 
 tls_transport::~tls_transport() { SSL_free(ssl_); }  // the socket is its owner's to close

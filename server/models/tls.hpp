@@ -107,7 +107,8 @@ class tls_context {
 // after an `again`.
 class tls_transport final : public transport {
  public:
-  // Takes ownership of `ssl` (from tls_context::new_ssl), attached to `fd`.
+  // Takes ownership of `ssl` (from tls_context::new_ssl), attached to `fd`; its handshake may
+  // have ended already (the queue model's handshake stage).
   tls_transport(int fd, SSL* ssl) noexcept;
   ~tls_transport() override;
 
@@ -119,6 +120,15 @@ class tls_transport final : public transport {
 
   // The handshake is done (the first read past it returned).
   [[nodiscard]] bool established() const noexcept { return established_; }
+  // Drives the handshake alone: ok once it has ended; again (crossed() says if it waits for
+  // the socket to be writable rather than readable); eof or error when it failed (failure()).
+  io_status handshake() noexcept;
+  // Gives up the SSL object (to be layered again on the same socket elsewhere).
+  [[nodiscard]] SSL* release() noexcept {
+    SSL* s = ssl_;
+    ssl_ = nullptr;
+    return s;
+  }
   // The handshake resumed an earlier session (a ticket or the session cache).
   [[nodiscard]] bool resumed() const noexcept { return SSL_session_reused(ssl_) == 1; }
   // Why the handshake failed; set once read() has returned eof or error before established().

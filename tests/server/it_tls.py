@@ -322,6 +322,36 @@ class TlsReloadTest(TlsCase, SiteTestCase):
                 old.close()
 
 
+# The models that drive handshakes without giving each a thread: the event loops, and queue,
+# whose handshake stage hands the pool a connection only once its handshake has ended.
+HANDSHAKE_WITHOUT_THREAD = ("epoll", "poll", "queue")
+
+
+@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
+@unittest.skipUnless(MODEL in HANDSHAKE_WITHOUT_THREAD, "a handshake holds its thread here")
+class TlsSlowHandshakeHoldsNoThreadTest(TlsCase, SiteTestCase):
+    def test_served_while_handshakes_wait(self):
+        ca, cert, key = self.make_certs(self.tmp.path)
+        # One pool thread (queue) or loop; handshakes may wait a minute.
+        extra = ("--threads", "1:1", "--loops", "1", "--header-timeout", str(60 * SCALE))
+        with Spoold(self.site, self.store, tls_args(cert, key, extra)) as server:
+            slow = [socket.create_connection(("127.0.0.1", server.tls_port), 10 * SCALE)
+                    for _ in range(3)]
+            try:
+                for s in slow:
+                    s.sendall(b"\x16\x03\x01")  # a handshake begun, never finished
+                with tls_connect(server.tls_port, client_context(ca)) as s:
+                    self.assertEqual(get_over(s, "/hello.txt")[2], HELLO)
+                # Served while every slow handshake is still open (none timed out yet).
+                for s in slow:
+                    s.setblocking(False)
+                    with self.assertRaises(BlockingIOError):
+                        s.recv(1)
+            finally:
+                for s in slow:
+                    s.close()
+
+
 class TlsOptionsTest(SiteTestCase):
     def test_refusals(self):
         cases = [
