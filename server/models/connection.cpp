@@ -139,6 +139,7 @@ void connection::close() noexcept {
   if (tls_ && !tls_->established() && tls_->failed()) {
     ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_->failure()));
   }
+  if (tls_ && io_ == tls_.get()) tls_->close_notify();  // a TLS peer reads the end as clean
   socket_.close();
   io_ = &socket_;
   tls_.reset();

@@ -376,6 +376,7 @@ io_status tls_transport::classify(int rc, short own_direction) noexcept {
       return io_status::eof;
     case SSL_ERROR_SSL: {
       crossed_ = 0;
+      broken_ = true;
       const int reason = ERR_GET_REASON(ERR_peek_error());
       ERR_clear_error();
       if (!established_ && !failed_) {
@@ -387,6 +388,7 @@ io_status tls_transport::classify(int rc, short own_direction) noexcept {
     }
     default:  // SSL_ERROR_SYSCALL: the socket failed (reset)
       crossed_ = 0;
+      broken_ = true;
       ERR_clear_error();
       if (!established_ && !failed_) set_failure(tls_failure::closed);
       return io_status::error;
@@ -463,10 +465,16 @@ io_result tls_transport::send_file(int file_fd, std::uint64_t& offset, std::size
 bool tls_transport::shutdown_write() noexcept {
   // close_notify, then the socket's sending side. A close_notify the socket cannot take now is
   // dropped with the rest: the peer still sees the end of the stream.
+  close_notify();
+  return ::shutdown(fd_, SHUT_WR) == 0;
+}
+
+void tls_transport::close_notify() noexcept {
+  if (notified_ || broken_ || !established_ || ssl_ == nullptr) return;
+  notified_ = true;
   ERR_clear_error();
   (void)SSL_shutdown(ssl_);
   ERR_clear_error();
-  return ::shutdown(fd_, SHUT_WR) == 0;
 }
 
 }  // namespace spoold

@@ -116,6 +116,9 @@ class tls_transport final : public transport {
   io_result write(const char* from, std::size_t size, bool more) noexcept override;
   io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept override;
   bool shutdown_write() noexcept override;
+  // Sends close_notify if the session is sound and has not sent it yet (before the owner closes
+  // the socket), best effort: a socket that cannot take it now does not get it.
+  void close_notify() noexcept;
   [[nodiscard]] short crossed() const noexcept override { return crossed_; }
 
   // The handshake is done (the first read past it returned).
@@ -147,6 +150,8 @@ class tls_transport final : public transport {
   short crossed_ = 0;
   bool established_ = false;
   bool failed_ = false;
+  bool broken_ = false;  // a fatal error: OpenSSL forbids SSL_shutdown from then on
+  bool notified_ = false;  // close_notify sent
   tls_failure failure_ = tls_failure::closed;
   // send_file's bytes: the file range [file_at_, file_at_ + file_len_) read and not yet accepted
   // by SSL_write. A write that returned `again` must be repeated with the same bytes, so they
