@@ -101,6 +101,9 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
     if (tls_) {
       io_ = tls_.get();
       handshake_counted_ = tls_->established();  // counted where it ended
+      // The handshake's flights, the session tickets after it and the first answer are
+      // separate writes: Nagle's algorithm would hold each behind the ACK of the one before.
+      set_nodelay();
     } else {
       if (ssl != nullptr) SSL_free(ssl);
       socket_.close();  // out of memory: the client sees the connection close
