@@ -100,7 +100,9 @@ class tls_context {
 };
 
 // A TLS layer over a non-blocking socket that someone else owns (the connection's
-// socket_transport closes it). The handshake runs inside the first read.
+// socket_transport closes it). The handshake runs inside the first read. OpenSSL writes to the
+// socket with write(2), not send(MSG_NOSIGNAL): the process must ignore SIGPIPE (spoold's main
+// does), or a peer gone mid-handshake kills it.
 //
 // Level-triggered drivers: a read may need the socket writable (the handshake's answer, a
 // session ticket that did not fit) and a write may need it readable; crossed() says which,
