@@ -130,6 +130,7 @@ void run_http_tls(const options& o) {
               static_cast<unsigned long long>(connections), handshake_clients);
   std::printf("%-10s %-7s %10s %10s %10s   %s\n", "load", "server", "min", "median", "max",
               "spoold/nginx median (min..max) | notes");
+  int failed_points = 0;  // no figure, failed connections, or sessions not resumed
   for (const std::string& load : loads) {
     std::vector<std::vector<double>> values(servers.size());
     std::vector<double> ratios;
@@ -143,6 +144,7 @@ void run_http_tls(const options& o) {
         values[k].push_back(s.value);
         this_repeat[k] = s.value;
         if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
+        if (s.value <= 0 || !s.note.empty()) ++failed_points;
         std::fflush(stdout);
       }
       if (this_repeat[1] > 0) ratios.push_back(this_repeat[0] / this_repeat[1]);
@@ -159,6 +161,10 @@ void run_http_tls(const options& o) {
       std::printf("\n");
     }
     std::fflush(stdout);
+  }
+  if (failed_points > 0) {
+    std::fprintf(stderr, "spool-bench http --tls: %d measurement(s) failed (see the notes)\n",
+                 failed_points);
   }
 }
 
