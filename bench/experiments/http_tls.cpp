@@ -3,9 +3,10 @@
 // the same TLS settings: TLS 1.2 and 1.3, ECDHE + AEAD ciphers for 1.2, server cipher order,
 // session tickets and a session cache. Three loads per repeat, each server started fresh for
 // each and warmed up for 1 s at the same load, the servers interleaved:
-//   keepalive  wrk over https, --concurrency connections, requests/s
-//   full       new connections per second, a full handshake each (tls_client.hpp, 4 clients)
+//   keepalive  wrk over https, C connections, requests/s
+//   full       new connections per second, a full handshake each (tls_client.hpp, C clients)
 //   resumed    the same, each connection resuming the session of the one before it
+// for each C of --concurrency (default 4,64).
 // Table: min/median/max per server, and spoold/nginx as the median (min, max) of the
 // per-repeat ratios.
 #include <algorithm>
@@ -29,7 +30,8 @@
 namespace bench {
 namespace {
 
-constexpr unsigned handshake_clients = 4;
+// The most client threads of the handshake loads (each holds one blocking connection).
+constexpr std::uint64_t max_handshake_clients = 256;
 constexpr unsigned warm_up_seconds = 1;
 
 // A CA-less self-signed certificate for 127.0.0.1 (the clients here do not verify: speed only).
@@ -74,7 +76,7 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load, s
     handshake_load h;
     h.port = server->port();
     h.path = path;
-    h.clients = handshake_clients;
+    h.clients = static_cast<unsigned>(std::min(connections, max_handshake_clients));
     h.resume = load == "resumed";
     h.seconds = warm_up_seconds;
     (void)run_handshakes(h);
@@ -82,7 +84,7 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load, s
     const handshake_result r = run_handshakes(h);
     s.value = r.per_s;
     if (r.failed > 0) s.note = std::to_string(r.failed) + " failed";
-    if (h.resume && r.resumed + handshake_clients < r.completed) {
+    if (h.resume && r.resumed + h.clients < r.completed) {
       // Each client's first connection is full; every later one should resume.
       s.note += (s.note.empty() ? "" : ", ") + std::to_string(r.completed - r.resumed) +
                 " not resumed";
@@ -117,7 +119,8 @@ void run_http_tls(const options& o) {
   const std::vector<server_kind> servers{{"spoold", [sp] { return start_spoold(sp); }},
                                          {"nginx", [ng] { return start_nginx(ng); }}};
 
-  const std::uint64_t connections = o.concurrency.empty() ? 100 : o.concurrency.front();
+  const std::vector<std::uint64_t> concurrency =
+      o.concurrency.empty() ? std::vector<std::uint64_t>{4, 64} : o.concurrency;
   const unsigned seconds = whole_seconds(o, o.by_size(10.0, 3.0, 1.0), "http", "");
   const int repeats = repeat_count(o);
   const std::vector<std::string> loads{"keepalive", "full", "resumed"};
@@ -125,12 +128,12 @@ void run_http_tls(const options& o) {
   std::printf("== http --tls: spoold (epoll, --tls-only) vs nginx %u workers, %s, %u s per run "
               "after %u s of warm-up, %d repeats\n",
               ng.workers, path.c_str(), seconds, warm_up_seconds, repeats);
-  std::printf("   keepalive: wrk -t 2 -c %llu over https (req/s); full/resumed: %u clients, "
-              "one GET per new connection (connections/s)\n",
-              static_cast<unsigned long long>(connections), handshake_clients);
-  std::printf("%-10s %-7s %10s %10s %10s   %s\n", "load", "server", "min", "median", "max",
-              "spoold/nginx median (min..max) | notes");
+  std::printf("   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
+              "per new connection (connections/s)\n");
+  std::printf("%-10s %5s %-7s %10s %10s %10s   %s\n", "load", "C", "server", "min", "median",
+              "max", "spoold/nginx median (min..max) | notes");
   int failed_points = 0;  // no figure, failed connections, or sessions not resumed
+  for (const std::uint64_t connections : concurrency)
   for (const std::string& load : loads) {
     std::vector<std::vector<double>> values(servers.size());
     std::vector<double> ratios;
@@ -151,7 +154,8 @@ void run_http_tls(const options& o) {
     }
     for (std::size_t k = 0; k < servers.size(); ++k) {
       const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
-      std::printf("%-10s %-7s %10.0f %10.0f %10.0f", load.c_str(), servers[k].name.c_str(), *lo,
+      std::printf("%-10s %5llu %-7s %10.0f %10.0f %10.0f", load.c_str(),
+                  static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
                   median_of(values[k]), *hi);
       if (k == 0 && !ratios.empty()) {
         const auto [rlo, rhi] = std::minmax_element(ratios.begin(), ratios.end());

@@ -101,6 +101,9 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
     if (tls_) {
       io_ = tls_.get();
       handshake_counted_ = tls_->established();  // counted where it ended
+      // A handshake that ended elsewhere may have read the first request into the session's
+      // buffer (read-ahead), where no readiness of the socket will announce it.
+      maybe_readable_ = tls_->established();
       // The handshake's flights, the session tickets after it and the first answer are
       // separate writes: Nagle's algorithm would hold each behind the ACK of the one before.
       set_nodelay();

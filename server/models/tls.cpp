@@ -102,6 +102,9 @@ SSL_CTX* make_ctx(const pem_pair& pem) {
   // their record buffers back.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
+  // Records are read from the socket in as large a read as the buffer takes, not header then
+  // body: a request costs one recv, and the read that finds the socket empty one more.
+  SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
   SSL_CTX_sess_set_cache_size(ctx, session_cache_size);
   SSL_CTX_set_timeout(ctx, session_timeout_s);
