@@ -322,6 +322,18 @@ class TlsReloadTest(TlsCase, SiteTestCase):
                 old.close()
 
 
+@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
+class TlsIpv6Test(TlsCase, SiteTestCase):
+    def test_tls_on_ipv6_loopback(self):
+        ca, cert, key = self.make_certs(self.tmp.path)
+        with Spoold(self.site, self.store, tls_args(cert, key, ("--bind", "::1"))) as server:
+            self.assertIn("https://[::1]:", server.out.text())
+            raw = socket.create_connection(("::1", server.tls_port), timeout=10 * SCALE)
+            with client_context(ca).wrap_socket(raw, server_hostname="::1") as s:
+                self.assertEqual(s.selected_alpn_protocol(), "http/1.1")
+                self.assertEqual(get_over(s, "/hello.txt")[2], HELLO)
+
+
 # The models that drive handshakes without giving each a thread: the event loops, and queue,
 # whose handshake stage hands the pool a connection only once its handshake has ended.
 HANDSHAKE_WITHOUT_THREAD = ("epoll", "poll", "queue")
