@@ -151,6 +151,55 @@ SSL_CTX* make_ctx(const pem_pair& pem) {
   return ctx;
 }
 
+// The socket under an SSL: recv and send(MSG_NOSIGNAL) (OpenSSL's own socket BIO writes with
+// write(2), which raises SIGPIPE on a reset connection). The BIO's data is the tls_transport
+// over it (set by its constructor), told after every recv whether the socket was drained: the
+// read() of a transport that got a short recv, and whose SSL holds nothing more, is drained
+// without one more SSL_read to find the socket empty (transport.hpp's short-read contract).
+int socket_bio_read(BIO* b, char* out, int len) {
+  BIO_clear_retry_flags(b);
+  auto* t = static_cast<tls_transport*>(BIO_get_data(b));
+  if (t == nullptr) return -1;  // no transport over it (yet): no I/O either
+  for (;;) {
+    const ssize_t n = ::recv(t->fd(), out, static_cast<std::size_t>(len), 0);
+    if (n < 0 && errno == EINTR) continue;
+    t->note_socket_read(n < len);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(b);
+    return -1;
+  }
+}
+
+int socket_bio_write(BIO* b, const char* in, int len) {
+  BIO_clear_retry_flags(b);
+  auto* t = static_cast<tls_transport*>(BIO_get_data(b));
+  if (t == nullptr) return -1;
+  for (;;) {
+    const ssize_t n = ::send(t->fd(), in, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
+    return -1;
+  }
+}
+
+long socket_bio_ctrl(BIO*, int cmd, long, void*) {
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;  // nothing is buffered here
+}
+
+BIO_METHOD* socket_bio_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "spoold socket");
+    if (m != nullptr) {
+      BIO_meth_set_read(m, socket_bio_read);
+      BIO_meth_set_write(m, socket_bio_write);
+      BIO_meth_set_ctrl(m, socket_bio_ctrl);
+    }
+    return m;
+  }();
+  return method;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -334,11 +383,16 @@ SSL* tls_context::new_ssl(int fd) {
     ERR_clear_error();
     return nullptr;
   }
-  if (SSL_set_fd(ssl, fd) != 1) {
+  (void)fd;  // the transport made over this SSL knows it (socket_bio_read)
+  BIO_METHOD* method = socket_bio_method();
+  BIO* bio = method != nullptr ? BIO_new(method) : nullptr;
+  if (bio == nullptr) {
     ERR_clear_error();
     SSL_free(ssl);
     return nullptr;
   }
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl, bio, bio);  // one reference for both directions
   SSL_set_accept_state(ssl);
   return ssl;
 }
@@ -349,6 +403,7 @@ SSL* tls_context::new_ssl(int fd) {
 tls_transport::tls_transport(int fd, SSL* ssl) noexcept
     : transport(fd), ssl_(ssl), established_(SSL_is_init_finished(ssl) == 1) {
   SSL_set_app_data(ssl_, this);
+  BIO_set_data(SSL_get_rbio(ssl_), this);
 }
 
 io_status tls_transport::handshake() noexcept {
@@ -410,6 +465,9 @@ io_result tls_transport::read(char* into, std::size_t size) noexcept {
       established_ = true;
       crossed_ = 0;
       got += static_cast<std::size_t>(n);
+      // The socket's last recv came back short and the session holds nothing more: drained,
+      // without one more SSL_read that would only find the socket empty.
+      if (socket_drained_ && SSL_has_pending(ssl_) == 0) break;
       continue;
     }
     const io_status s = classify(n, POLLIN);

@@ -100,9 +100,9 @@ class tls_context {
 };
 
 // A TLS layer over a non-blocking socket that someone else owns (the connection's
-// socket_transport closes it). The handshake runs inside the first read. OpenSSL writes to the
-// socket with write(2), not send(MSG_NOSIGNAL): the process must ignore SIGPIPE (spoold's main
-// does), or a peer gone mid-handshake kills it.
+// socket_transport closes it). The handshake runs inside the first read. The SSL reads and
+// writes the socket through a BIO of spoold's (recv, send with MSG_NOSIGNAL: no SIGPIPE), which
+// tells the transport whether the socket was drained.
 //
 // Level-triggered drivers: a read may need the socket writable (the handshake's answer, a
 // session ticket that did not fit) and a write may need it readable; crossed() says which,
@@ -131,9 +131,12 @@ class tls_transport final : public transport {
   // Gives up the SSL object (to be layered again on the same socket elsewhere).
   [[nodiscard]] SSL* release() noexcept {
     SSL* s = ssl_;
+    BIO_set_data(SSL_get_rbio(s), nullptr);
     ssl_ = nullptr;
     return s;
   }
+  // From the socket's BIO (tls.cpp): the last recv returned less than asked (or nothing).
+  void note_socket_read(bool drained) noexcept { socket_drained_ = drained; }
   // The handshake resumed an earlier session (a ticket or the session cache).
   [[nodiscard]] bool resumed() const noexcept { return SSL_session_reused(ssl_) == 1; }
   // Why the handshake failed; set once read() has returned eof or error before established().
@@ -154,6 +157,7 @@ class tls_transport final : public transport {
   bool failed_ = false;
   bool broken_ = false;  // a fatal error: OpenSSL forbids SSL_shutdown from then on
   bool notified_ = false;  // close_notify sent
+  bool socket_drained_ = false;  // note_socket_read()
   tls_failure failure_ = tls_failure::closed;
   // send_file's bytes: the file range [file_at_, file_at_ + file_len_) read and not yet accepted
   // by SSL_write. A write that returned `again` must be repeated with the same bytes, so they

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -76,7 +75,6 @@ void non_blocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLO
 class TlsTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::signal(SIGPIPE, SIG_IGN);  // as spoold's main does (tls.hpp)
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds_), 0);
     non_blocking(fds_[0]);
     non_blocking(fds_[1]);
