@@ -46,8 +46,8 @@ void make_certificate(const temp_dir& dir) {
 }
 
 struct tls_sample {
-  double value = 0;   // req/s or connections/s
-  std::string note;   // errors, resumption misses
+  double value = 0;  // req/s or connections/s
+  std::string note;  // errors, resumption misses
 };
 
 double median_of(std::vector<double> v) {
@@ -57,8 +57,8 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-tls_sample measure_tls_point(const server_kind& kind, const std::string& load, std::uint64_t connections,
-                     unsigned seconds, const std::string& path) {
+tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
+                             std::uint64_t connections, unsigned seconds, const std::string& path) {
   std::unique_ptr<running_server> server = kind.start();
   tls_sample s;
   if (load == "keepalive") {
@@ -86,8 +86,8 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load, s
     if (r.failed > 0) s.note = std::to_string(r.failed) + " failed";
     if (h.resume && r.resumed + h.clients < r.completed) {
       // Each client's first connection is full; every later one should resume.
-      s.note += (s.note.empty() ? "" : ", ") + std::to_string(r.completed - r.resumed) +
-                " not resumed";
+      s.note +=
+          (s.note.empty() ? "" : ", ") + std::to_string(r.completed - r.resumed) + " not resumed";
     }
   }
   server->stop();
@@ -109,8 +109,8 @@ void run_http_tls(const options& o) {
   spoold_settings sp;
   sp.binary = spoold_binary(o);
   sp.root = root;
-  sp.extra_args = {"--tls-only", "on", "--tls-cert", cert, "--tls-key", key,
-                   "--max-connections", "20000"};
+  sp.extra_args = {"--tls-only", "on", "--tls-cert",        cert,
+                   "--tls-key",  key,  "--max-connections", "20000"};
   nginx_settings ng;
   ng.root = root;
   ng.workers = online_cpus();  // as many as spoold's event loops
@@ -125,47 +125,49 @@ void run_http_tls(const options& o) {
   const int repeats = repeat_count(o);
   const std::vector<std::string> loads{"keepalive", "full", "resumed"};
 
-  std::printf("== http --tls: spoold (epoll, --tls-only) vs nginx %u workers, %s, %u s per run "
-              "after %u s of warm-up, %d repeats\n",
-              ng.workers, path.c_str(), seconds, warm_up_seconds, repeats);
-  std::printf("   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
-              "per new connection (connections/s)\n");
-  std::printf("%-10s %5s %-7s %10s %10s %10s   %s\n", "load", "C", "server", "min", "median",
-              "max", "spoold/nginx median (min..max) | notes");
+  std::printf(
+      "== http --tls: spoold (epoll, --tls-only) vs nginx %u workers, %s, %u s per run "
+      "after %u s of warm-up, %d repeats\n",
+      ng.workers, path.c_str(), seconds, warm_up_seconds, repeats);
+  std::printf(
+      "   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
+      "per new connection (connections/s)\n");
+  std::printf("%-10s %5s %-7s %10s %10s %10s   %s\n", "load", "C", "server", "min", "median", "max",
+              "spoold/nginx median (min..max) | notes");
   int failed_points = 0;  // no figure, failed connections, or sessions not resumed
   for (const std::uint64_t connections : concurrency)
-  for (const std::string& load : loads) {
-    std::vector<std::vector<double>> values(servers.size());
-    std::vector<double> ratios;
-    std::string notes;
-    for (int r = 0; r < repeats; ++r) {
-      std::vector<double> this_repeat(servers.size(), 0);
-      // Alternate which server goes first, so neither always runs on a cooler machine.
-      for (std::size_t i = 0; i < servers.size(); ++i) {
-        const std::size_t k = (r % 2 == 0) ? i : servers.size() - 1 - i;
-        const tls_sample s = measure_tls_point(servers[k], load, connections, seconds, path);
-        values[k].push_back(s.value);
-        this_repeat[k] = s.value;
-        if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
-        if (s.value <= 0 || !s.note.empty()) ++failed_points;
-        std::fflush(stdout);
+    for (const std::string& load : loads) {
+      std::vector<std::vector<double>> values(servers.size());
+      std::vector<double> ratios;
+      std::string notes;
+      for (int r = 0; r < repeats; ++r) {
+        std::vector<double> this_repeat(servers.size(), 0);
+        // Alternate which server goes first, so neither always runs on a cooler machine.
+        for (std::size_t i = 0; i < servers.size(); ++i) {
+          const std::size_t k = (r % 2 == 0) ? i : servers.size() - 1 - i;
+          const tls_sample s = measure_tls_point(servers[k], load, connections, seconds, path);
+          values[k].push_back(s.value);
+          this_repeat[k] = s.value;
+          if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
+          if (s.value <= 0 || !s.note.empty()) ++failed_points;
+          std::fflush(stdout);
+        }
+        if (this_repeat[1] > 0) ratios.push_back(this_repeat[0] / this_repeat[1]);
       }
-      if (this_repeat[1] > 0) ratios.push_back(this_repeat[0] / this_repeat[1]);
-    }
-    for (std::size_t k = 0; k < servers.size(); ++k) {
-      const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
-      std::printf("%-10s %5llu %-7s %10.0f %10.0f %10.0f", load.c_str(),
-                  static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
-                  median_of(values[k]), *hi);
-      if (k == 0 && !ratios.empty()) {
-        const auto [rlo, rhi] = std::minmax_element(ratios.begin(), ratios.end());
-        std::printf("   %.2f (%.2f..%.2f)", median_of(ratios), *rlo, *rhi);
+      for (std::size_t k = 0; k < servers.size(); ++k) {
+        const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
+        std::printf("%-10s %5llu %-7s %10.0f %10.0f %10.0f", load.c_str(),
+                    static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
+                    median_of(values[k]), *hi);
+        if (k == 0 && !ratios.empty()) {
+          const auto [rlo, rhi] = std::minmax_element(ratios.begin(), ratios.end());
+          std::printf("   %.2f (%.2f..%.2f)", median_of(ratios), *rlo, *rhi);
+        }
+        if (k == 0 && !notes.empty()) std::printf(" |%s", notes.c_str());
+        std::printf("\n");
       }
-      if (k == 0 && !notes.empty()) std::printf(" |%s", notes.c_str());
-      std::printf("\n");
+      std::fflush(stdout);
     }
-    std::fflush(stdout);
-  }
   if (failed_points > 0) {
     std::fprintf(stderr, "spool-bench http --tls: %d measurement(s) failed (see the notes)\n",
                  failed_points);

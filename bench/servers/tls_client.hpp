@@ -14,16 +14,16 @@ struct handshake_load {
   std::string path = "/";  // one GET per connection, with Connection: close
   unsigned clients = 2;    // threads, each with one connection at a time (blocking)
   unsigned seconds = 3;
-  bool resume = false;     // offer the previous connection's session
-  bool tls12 = false;      // TLS 1.2 only (else what both sides prefer: 1.3)
+  bool resume = false;  // offer the previous connection's session
+  bool tls12 = false;   // TLS 1.2 only (else what both sides prefer: 1.3)
 };
 
 struct handshake_result {
-  double per_s = 0;               // connections that completed a 200 answer, per second
+  double per_s = 0;  // connections that completed a 200 answer, per second
   std::uint64_t completed = 0;
-  std::uint64_t resumed = 0;      // of those, the server resumed the session
-  std::uint64_t failed = 0;       // connect, handshake or answer failures
-  double client_cpu_s = 0;        // this process's CPU during the run
+  std::uint64_t resumed = 0;  // of those, the server resumed the session
+  std::uint64_t failed = 0;   // connect, handshake or answer failures
+  double client_cpu_s = 0;    // this process's CPU during the run
 };
 
 // Runs the load; throws std::runtime_error if OpenSSL cannot be set up.

@@ -48,8 +48,8 @@ std::string openssl_reason() {
   return text;
 }
 
-int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
-                const unsigned char* in, unsigned int inlen, void*) {
+int select_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                unsigned int inlen, void*) {
   unsigned char* selected = nullptr;
   if (SSL_select_next_proto(&selected, outlen, http11_alpn, sizeof http11_alpn, in, inlen) ==
       OPENSSL_NPN_NEGOTIATED) {
@@ -238,8 +238,8 @@ struct tls_context::shared_pem {
 namespace {
 
 pem_pair read_pem(const std::string& cert_file, const std::string& key_file) {
-  pem_pair pem{read_whole(cert_file, "certificate"), read_whole(key_file, "private key"),
-               cert_file, key_file};
+  pem_pair pem{read_whole(cert_file, "certificate"), read_whole(key_file, "private key"), cert_file,
+               key_file};
   if (pem.cert.size() + pem.key.size() > tls_context::pem_capacity()) {
     throw std::runtime_error("certificate " + cert_file + " and key " + key_file +
                              " together exceed 256 KiB");
@@ -353,8 +353,10 @@ void tls_context::catch_up() {
     fresh = make_ctx(pem);
   } catch (const std::exception& e) {
     // The reloading process loaded these bytes; failing here means memory ran out.
-    std::fprintf(stderr, "spoold: TLS reload failed in process %d, keeping the current "
-                 "certificate: %s\n", static_cast<int>(::getpid()), e.what());
+    std::fprintf(stderr,
+                 "spoold: TLS reload failed in process %d, keeping the current "
+                 "certificate: %s\n",
+                 static_cast<int>(::getpid()), e.what());
     std::lock_guard lock(mu_);
     loaded_sequence_ = seq;
     return;

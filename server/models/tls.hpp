@@ -82,7 +82,7 @@ class tls_context {
  private:
   struct shared_pem;
 
-  void publish(const pem_pair& pem);                 // into shared_
+  void publish(const pem_pair& pem);                     // into shared_
   void install(SSL_CTX* fresh, std::uint64_t sequence);  // makes it current_
   void catch_up();  // loads what shared_ holds (a process forked before a reload)
   // The current SSL_CTX with a reference for the caller; nullptr if a reload in another process
@@ -155,8 +155,8 @@ class tls_transport final : public transport {
   short crossed_ = 0;
   bool established_ = false;
   bool failed_ = false;
-  bool broken_ = false;  // a fatal error: OpenSSL forbids SSL_shutdown from then on
-  bool notified_ = false;  // close_notify sent
+  bool broken_ = false;          // a fatal error: OpenSSL forbids SSL_shutdown from then on
+  bool notified_ = false;        // close_notify sent
   bool socket_drained_ = false;  // note_socket_read()
   tls_failure failure_ = tls_failure::closed;
   // send_file's bytes: the file range [file_at_, file_at_ + file_len_) read and not yet accepted

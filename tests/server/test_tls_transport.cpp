@@ -188,8 +188,7 @@ TEST_F(TlsTransportTest, SendFileResumesWithTheSameBytesAfterAgain) {
   const int file = ::mkstemp(path);
   ASSERT_GE(file, 0);
   ::unlink(path);
-  ASSERT_EQ(::write(file, content.data(), content.size()),
-            static_cast<ssize_t>(content.size()));
+  ASSERT_EQ(::write(file, content.data(), content.size()), static_cast<ssize_t>(content.size()));
 
   std::uint64_t offset = 0;
   std::string got;
@@ -222,8 +221,7 @@ TEST_F(TlsTransportTest, ShutdownWriteSendsCloseNotify) {
 
 TEST_F(TlsTransportTest, PlainHttpFailsAsPlaintext) {
   const std::string request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(::write(fds_[1], request.data(), request.size()),
-            static_cast<ssize_t>(request.size()));
+  ASSERT_EQ(::write(fds_[1], request.data(), request.size()), static_cast<ssize_t>(request.size()));
   char buf[256];
   const io_result r = server_->read(buf, sizeof buf);
   EXPECT_EQ(r.status, io_status::error);
