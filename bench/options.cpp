@@ -261,6 +261,9 @@ options parse_options(int argc, char** argv, const experiment* exp) {
       const std::uint64_t us = parse_count(o, flag, take_value());
       if (us > 10'000'000) usage_error(o, "--defer-period wants 0..10000000 (microseconds)");
       o.defer_period_us = static_cast<unsigned>(us);
+    } else if (flag == "--tls" && exp &&
+               std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
+      o.tls = true;
     } else if (flag == "--find-max" && exp &&
                std::find(exp->params.begin(), exp->params.end(), flag) != exp->params.end()) {
       o.find_max = true;

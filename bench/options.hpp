@@ -45,6 +45,7 @@ struct options {
   std::vector<std::uint64_t> concurrency;
   std::vector<std::string> connection_modes;  // "keepalive", "close"
   std::vector<std::string> servers;           // "spoold", "nginx"
+  bool tls = false;                           // http --tls: over TLS (experiments/http_tls.cpp)
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
   // cluster: the fleet sizes behind HAProxy, and the failovers timed per store setting.

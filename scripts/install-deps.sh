@@ -33,6 +33,8 @@ PACKAGES=(
   # spoold: its stores, its tests (real Redis, SQLite, a browser, a fuzzer) and its benchmarks
   libsqlite3-dev   # the embedded guestbook store
   libhiredis-dev   # the Redis guestbook store
+  libssl-dev       # OpenSSL: spoold's TLS, and spool-bench's TLS handshake client
+  openssl          # the TLS tests make their certificates with it
   redis-server     # started by the integration tests on a free port, and by make cluster
   redis-sentinel   # make cluster and the fleet tests: failover of the guestbook's Redis
   haproxy          # make cluster and the fleet tests: the load balancer in front of the nodes

@@ -1,4 +1,5 @@
-// spoold: start, serve until SIGTERM/SIGINT, shut down gracefully.
+// spoold: start, serve until SIGTERM/SIGINT, shut down gracefully. SIGHUP reloads the TLS
+// certificate and key (tls.hpp); without TLS it is ignored.
 //
 // Shutdown order (each step needs the one before it):
 //   0. with --drain-delay, /healthz fails for that long while everything else is served, so a
@@ -32,6 +33,7 @@
 #include "models/model.hpp"
 #include "models/client_limits.hpp"
 #include "models/refusals.hpp"
+#include "models/tls.hpp"
 #include "net.hpp"
 #include "options.hpp"
 #include "store/store.hpp"
@@ -48,19 +50,20 @@ void print_cpu_time() {
   }
 }
 
-// Blocks SIGTERM and SIGINT in this thread and (by inheritance) in every thread started after
-// it; the main thread takes them synchronously with sigwait, so no handler runs in a loop.
+// Blocks SIGTERM, SIGINT and SIGHUP in this thread and (by inheritance) in every thread started
+// after it; the main thread takes them synchronously with sigwait, so no handler runs in a loop.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   return set;
 }
 
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }  // the stops
 
 // Waits for `delay`, or until another stop signal arrives.
 void drain_for(const sigset_t& stop_signals, std::chrono::milliseconds delay) {
@@ -73,6 +76,7 @@ void drain_for(const sigset_t& stop_signals, std::chrono::milliseconds delay) {
     ts.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
     ts.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
     const int sig = sigtimedwait(&stop_signals, nullptr, &ts);
+    if (sig == SIGHUP) continue;  // no reloading while draining: the stop is under way
     if (sig > 0) {
       std::printf("spoold: %s: draining cut short\n", signal_name(sig));
       return;
@@ -114,19 +118,41 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   }
   spoold::refusals refused(ctx);  // outlives the model, whose threads hand it connections
   ctx.refused = &refused;
+  std::optional<spoold::tls_context> tls;
+  if (opts.tls_port || opts.tls_only) {
+    tls.emplace(opts.tls_cert, opts.tls_key);
+    ctx.tls = &*tls;
+  }
   std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);
   const std::uint16_t port = model->start();
 
-  std::printf("spoold: listening on http://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
+  std::printf("spoold: listening on %s://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
               "threads, root %s%s%s)\n",
-              spoold::url_host(opts.bind).c_str(), static_cast<unsigned>(port), opts.model.c_str(),
+              opts.tls_only ? "https" : "http", spoold::url_host(opts.bind).c_str(),
+              static_cast<unsigned>(port), opts.model.c_str(),
               store->describe().c_str(), opts.loops, opts.min_threads, opts.max_threads,
               opts.root.c_str(), opts.node_name.empty() ? "" : ", node ",
               opts.node_name.c_str());
+  if (tls) {
+    std::printf("spoold: TLS on https://%s:%u/ (certificate %s)\n",
+                spoold::url_host(opts.bind).c_str(), static_cast<unsigned>(ctx.tls_port),
+                opts.tls_cert.c_str());
+  }
   std::fflush(stdout);
 
   int sig = 0;
-  while (sigwait(&stop_signals, &sig) != 0) {
+  for (;;) {
+    if (sigwait(&stop_signals, &sig) != 0) continue;
+    if (sig != SIGHUP) break;
+    if (!tls) continue;
+    const std::string failed = tls->reload();
+    if (failed.empty()) {
+      std::printf("spoold: SIGHUP: TLS certificate reloaded from %s\n", opts.tls_cert.c_str());
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "spoold: SIGHUP: TLS reload failed, keeping the current certificate: %s\n",
+                   failed.c_str());
+    }
   }
   if (opts.drain_delay.count() > 0) {
     std::printf("spoold: %s: draining (/healthz answers 503 for %.1f s)\n", signal_name(sig),

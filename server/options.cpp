@@ -49,6 +49,11 @@ constexpr std::string_view help_text =
     "  --drain-delay S       on SIGTERM, seconds /healthz fails before shutdown (default 0)\n"
     "  --node-name NAME      this server's name in a fleet (header, pages, metrics)\n"
     "  --max-body BYTES      largest request body (default 65536)\n"
+    "  --tls-cert FILE       TLS certificate chain (PEM); reloaded on SIGHUP\n"
+    "  --tls-key FILE        its private key (PEM); reloaded on SIGHUP\n"
+    "  --tls-port N          serve TLS on port N beside plain HTTP on --port (models\n"
+    "                        epoll and poll), 0 = any free one\n"
+    "  --tls-only on|off     serve TLS instead of plain HTTP on --port (default off)\n"
     "  --help, --version\n";
 
 bool parse_unsigned(std::string_view text, std::uint64_t max, std::uint64_t& out) {
@@ -209,6 +214,23 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
   } else if (name == "max-body") {
     if (!parse_unsigned(value, std::uint64_t{1} << 40, n)) return bad();
     o.limits.max_body = n;
+  } else if (name == "tls-cert") {
+    if (value.empty()) return bad();
+    o.tls_cert = value;
+  } else if (name == "tls-key") {
+    if (value.empty()) return bad();
+    o.tls_key = value;
+  } else if (name == "tls-port") {
+    if (!parse_unsigned(value, 65535, n)) return bad();
+    o.tls_port = static_cast<std::uint16_t>(n);
+  } else if (name == "tls-only") {
+    if (value == "on") {
+      o.tls_only = true;
+    } else if (value == "off") {
+      o.tls_only = false;
+    } else {
+      return bad();
+    }
   } else {
     error = "unknown option --" + std::string(name);
     return false;
@@ -222,7 +244,7 @@ constexpr std::string_view option_names[] = {
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
     "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
     "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
-    "proxy-protocol"};
+    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";
@@ -282,6 +304,24 @@ parsed_options parse_options(int argc, char** argv) {
   if (o.rate_burst != 0 && o.rate_limit == 0) return fail("--rate-burst needs --rate-limit");
   if (o.proxy_protocol && o.trust.empty()) {
     return fail("--proxy-protocol needs --trust: the proxies whose connections carry the header");
+  }
+  const bool tls_wanted = o.tls_port.has_value() || o.tls_only;
+  if (o.tls_only && o.tls_port) return fail("--tls-only and --tls-port exclude each other");
+  if (tls_wanted && (o.tls_cert.empty() || o.tls_key.empty())) {
+    return fail(o.tls_only ? "--tls-only needs --tls-cert and --tls-key"
+                           : "--tls-port needs --tls-cert and --tls-key");
+  }
+  if (!tls_wanted && (!o.tls_cert.empty() || !o.tls_key.empty())) {
+    return fail("--tls-cert and --tls-key need --tls-port or --tls-only");
+  }
+  if (o.proxy_protocol && o.tls_only && o.model == "queue") {
+    // The queue model's handshake stage reads the first bytes as TLS before any connection
+    // state exists, so a PROXY header in front of the handshake would fail it.
+    return fail("--proxy-protocol with --tls-only needs a model other than queue");
+  }
+  if (o.tls_port && o.model != "epoll" && o.model != "poll") {
+    return fail("--tls-port needs --model epoll or poll (model " + o.model +
+                " accepts on one listening socket; use --tls-only)");
   }
   // Default: a second's worth of requests, at least one.
   if (o.rate_burst == 0 && o.rate_limit > 0) {

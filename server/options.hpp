@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,13 @@ struct options {
   unsigned store_replicas = 0;
   std::chrono::milliseconds store_replicas_timeout{1000};
   http::limits limits{};
+  // TLS (README.md, "TLS"): the certificate chain and key (PEM), and where TLS is served: on
+  // tls_port beside plain HTTP on `port` (epoll and poll only), or with tls_only on `port`
+  // instead of plain HTTP. Both need the certificate and key.
+  std::string tls_cert;
+  std::string tls_key;
+  std::optional<std::uint16_t> tls_port;
+  bool tls_only = false;
 };
 
 enum class parse_outcome { run, help, version, error };

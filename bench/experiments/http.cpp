@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "experiments/experiments.hpp"
+#include "experiments/http_tls.hpp"
 #include "plot.hpp"
 #include "process_stats.hpp"
 #include "servers/compared_servers.hpp"
@@ -403,6 +404,10 @@ void stop_store(const plan& p) {
 }
 
 void run(const options& o, results& out) {
+  if (o.tls) {
+    run_http_tls(o);
+    return;
+  }
   const plan p = make_plan(o);
   print_versions(o, p);
   raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "http");
@@ -487,6 +492,12 @@ const experiment& http_experiment() {
       "  --plot TARGET       also DIR/http-concurrency.png: req/s against concurrency (log x);\n"
       "                      with more than two servers, http-models-MODE.png per mode too\n"
       "  --tiny              concurrency 10, 1 s, one repeat, both servers (the smoke test)\n"
+      "  --tls               over TLS instead (spoold --tls-only, nginx listen ssl, one\n"
+      "                      throwaway certificate): per --concurrency value C (default\n"
+      "                      4,64), keep-alive req/s with wrk -c C over https, and\n"
+      "                      new connections/s with full and with resumed handshakes from C\n"
+      "                      clients (spool-bench's own OpenSSL client); spoold/nginx ratios\n"
+      "                      per repeat\n"
       "\n"
       "A point that fails (the server does not start or answers nothing, wrk fails or is\n"
       "killed 30 s after its duration) is recorded with its reason ('-' and a footnote) and\n"
@@ -495,7 +506,7 @@ const experiment& http_experiment() {
       "--max-connections 20000 (nginx: worker_connections\n"
       "20000): the forking model then forks up to one process per connection.",
       {"--concurrency", "--connection", "--duration", "--servers", "--models", "--spoold", "--root",
-       "--file", "--store"},
+       "--file", "--store", "--tls"},
       run};
   return e;
 }

@@ -44,7 +44,22 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
   for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
     c += "  " + std::string(temp) + "_temp_path " + d + temp + "_temp;\n";
   c += "  server {\n";
-  c += "    listen 127.0.0.1:" + std::to_string(port) + " backlog=65535;\n";
+  c += "    listen 127.0.0.1:" + std::to_string(port) + (s.tls_cert.empty() ? "" : " ssl") +
+       " backlog=65535;\n";
+  if (!s.tls_cert.empty()) {
+    // spoold's TLS settings (server/models/tls.cpp): 1.2 and 1.3, ECDHE + AEAD for 1.2 in the
+    // same order, the server's order, tickets and a session cache (shared by the workers, as
+    // spoold's loops share one).
+    c += "    ssl_certificate " + s.tls_cert + ";\n";
+    c += "    ssl_certificate_key " + s.tls_key + ";\n";
+    c += "    ssl_protocols TLSv1.2 TLSv1.3;\n";
+    c += "    ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+         "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+         "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;\n";
+    c += "    ssl_prefer_server_ciphers on;\n";
+    c += "    ssl_session_cache shared:SSL:10m;\n";
+    c += "    ssl_session_tickets on;\n";
+  }
   c += "    root " + s.root + ";\n";
   c += "  }\n";
   c += "}\n";

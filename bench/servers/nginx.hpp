@@ -18,6 +18,9 @@ struct nginx_settings {
   std::string root;      // the static files
   unsigned workers = 2;  // worker_processes
   unsigned worker_connections = 20000;
+  // TLS (http --tls): the certificate and key (PEM); "" serves plain HTTP.
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 // The whole nginx.conf: `dir` for the pid file, logs and temporary files.

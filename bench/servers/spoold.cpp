@@ -12,10 +12,17 @@
 namespace bench {
 
 std::optional<std::uint16_t> listening_port(std::string_view line) {
+  // "https://" with --tls-only.
   constexpr std::string_view marker = "listening on http://";
-  const auto at = line.find(marker);
+  constexpr std::string_view tls_marker = "listening on https://";
+  std::size_t at = line.find(marker);
+  std::size_t skip = marker.size();
+  if (at == std::string_view::npos) {
+    at = line.find(tls_marker);
+    skip = tls_marker.size();
+  }
   if (at == std::string_view::npos) return std::nullopt;
-  const std::string_view rest = line.substr(at + marker.size());
+  const std::string_view rest = line.substr(at + skip);
   const auto colon = rest.find(':');
   const auto slash = rest.find('/');
   if (colon == std::string_view::npos || (slash != std::string_view::npos && slash < colon))

@@ -35,6 +35,9 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> proxy_header_errors{0};
   std::atomic<std::uint64_t> store_errors{0};
   std::atomic<std::uint64_t> post_replays{0};
+  std::atomic<std::uint64_t> tls_full{0};
+  std::atomic<std::uint64_t> tls_resumed{0};
+  std::array<std::atomic<std::uint64_t>, tls_failure_reasons> tls_failures{};
 };
 
 void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -233,6 +236,13 @@ void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited)
 void metrics::proxy_header_error() noexcept { bump(impl_->mine().proxy_header_errors); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
 void metrics::post_replayed() noexcept { bump(impl_->mine().post_replays); }
+void metrics::tls_handshake_done(bool resumed) noexcept {
+  shard& s = impl_->mine();
+  bump(resumed ? s.tls_resumed : s.tls_full);
+}
+void metrics::tls_handshake_failed(std::size_t reason) noexcept {
+  if (reason < tls_failure_reasons) bump(impl_->mine().tls_failures[reason]);
+}
 
 void metrics::set_node_name(std::string name) {
   impl_->node_labels = name.empty() ? std::string() : "{node=\"" + name + "\"}";
@@ -265,6 +275,11 @@ metrics_snapshot metrics::snapshot() const {
     out.proxy_header_errors += load(s.proxy_header_errors);
     out.store_errors += load(s.store_errors);
     out.post_replays += load(s.post_replays);
+    out.tls_resumed += load(s.tls_resumed);
+    out.tls_handshakes += load(s.tls_full) + load(s.tls_resumed);
+    for (std::size_t i = 0; i < tls_failure_reasons; ++i) {
+      out.tls_failures[i] += load(s.tls_failures[i]);
+    }
   });
   out.connections_accepted = opened;
   // The shards are read one after another, so a close may be seen without its open.
@@ -334,6 +349,26 @@ std::string metrics::prometheus(const spool::stats& pool) const {
   family(out, "spoold_guestbook_replays_total", "counter", labels,
          "Guestbook posts whose key was already stored (answered, not stored again).",
          snap.post_replays);
+  const std::string node_label = impl_->node.empty() ? "" : ",node=\"" + impl_->node + '"';
+  out += "# HELP spoold_tls_handshakes_total TLS handshakes completed, full (resumed=\"0\") "
+         "or resuming a session (resumed=\"1\").\n";
+  out += "# TYPE spoold_tls_handshakes_total counter\n";
+  for (int resumed = 0; resumed <= 1; ++resumed) {
+    out += "spoold_tls_handshakes_total{resumed=\"";
+    out += static_cast<char>('0' + resumed);
+    out += '"' + node_label + "} ";
+    append_u64(out, resumed == 1 ? snap.tls_resumed : snap.tls_handshakes - snap.tls_resumed);
+    out += '\n';
+  }
+  out += "# HELP spoold_tls_handshake_failures_total TLS handshakes that failed, by reason.\n";
+  out += "# TYPE spoold_tls_handshake_failures_total counter\n";
+  for (std::size_t i = 0; i < tls_failure_reasons; ++i) {
+    out += "spoold_tls_handshake_failures_total{reason=\"";
+    out += tls_failure_names[i];
+    out += '"' + node_label + "} ";
+    append_u64(out, snap.tls_failures[i]);
+    out += '\n';
+  }
   family(out, "spool_threads_live", "gauge", labels, "Worker threads of the pool.",
          pool.threads_live);
   family(out, "spool_threads_busy", "gauge", labels, "Workers running a task now.",

@@ -2,12 +2,20 @@
 // owned by the calling thread, so event loops do not share cache lines; reading sums shards.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <spool/spool.hpp>
 
 namespace spoold {
+
+// The reasons a TLS handshake fails, as spoold_tls_handshake_failures_total's `reason` label,
+// in the order of models/tls.hpp's tls_failure.
+inline constexpr std::string_view tls_failure_names[] = {"closed", "timeout", "plaintext",
+                                                         "protocol", "alpn"};
+inline constexpr std::size_t tls_failure_reasons = std::size(tls_failure_names);
 
 struct metrics_snapshot {
   std::uint64_t requests = 0;
@@ -22,6 +30,9 @@ struct metrics_snapshot {
   std::uint64_t proxy_header_errors = 0;  // --proxy-protocol connections closed for their header
   std::uint64_t store_errors = 0;
   std::uint64_t post_replays = 0;  // guestbook posts whose key was already stored
+  std::uint64_t tls_handshakes = 0;          // TLS handshakes completed
+  std::uint64_t tls_resumed = 0;             // of which resumed a session
+  std::uint64_t tls_failures[tls_failure_reasons] = {};  // by reason (tls_failure_names)
 };
 
 class metrics {
@@ -41,6 +52,8 @@ class metrics {
   void proxy_header_error() noexcept;
   void store_error() noexcept;
   void post_replayed() noexcept;
+  void tls_handshake_done(bool resumed) noexcept;
+  void tls_handshake_failed(std::size_t reason) noexcept;  // an index of tls_failure_names
 
   // The node's name (--node-name): a node="NAME" label on every Prometheus sample and a "node"
   // field in the JSON. Set before serving; "" (the default) leaves both out. The name must be
@@ -65,7 +78,8 @@ class metrics {
   // spoold_connections_refused_per_client_total, spoold_requests_rate_limited_total,
   // spoold_proxy_header_errors_total,
   // spoold_store_errors_total,
-  // spoold_guestbook_replays_total, and the pool's
+  // spoold_guestbook_replays_total, spoold_tls_handshakes_total{resumed="0|1"},
+  // spoold_tls_handshake_failures_total{reason="..."} (tls_failure_names), and the pool's
   // spool_threads_live, spool_threads_busy, spool_queue_depth, spool_tasks_completed_total,
   // spool_tasks_stolen_total, spool_tasks_rejected_total (+ submitted, failed).
   [[nodiscard]] std::string prometheus(const spool::stats& pool) const;

@@ -34,7 +34,9 @@ log_flusher::~log_flusher() {
 }
 
 std::uint16_t classic_model::start() {
-  listener_.open(ctx_, ctx_.opts.port, shape_.blocking_accept);
+  // --tls-only: the one listener speaks TLS (--tls-port is the poll model's own).
+  listener_.open(ctx_, ctx_.opts.port, shape_.blocking_accept, false, ctx_.opts.tls_only);
+  if (ctx_.opts.tls_only) ctx_.tls_port = listener_.port();
   if (shape_.log_flusher) flusher_.emplace(ctx_.log);
   try {
     if (shape_.trim_memory) {

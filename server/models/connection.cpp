@@ -11,6 +11,7 @@
 #include "http/proxy_header.hpp"
 #include "http/syntax.hpp"
 #include "models/client_limits.hpp"
+#include "models/tls.hpp"
 
 namespace spoold {
 namespace {
@@ -27,6 +28,13 @@ constexpr auto linger_time = std::chrono::seconds(2);
 constexpr std::size_t file_chunk = 1u << 20;
 
 constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// The answer to plain HTTP sent to the TLS port.
+constexpr std::string_view plaintext_response =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\nConnection: close\r\n\r\n"
+    "This port speaks HTTPS only (TLS 1.2+).\n";
+static_assert(plaintext_response.size() - plaintext_response.find("\r\n\r\n") - 4 == 40);
 
 // The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
 // saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
@@ -85,6 +93,26 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
     : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer),
       slot_(std::move(a.slot)) {
   a.fd = -1;  // socket_'s now
+  if (a.tls != nullptr) {
+    // The handshake is timed like a request head: it must end within --header-timeout.
+    head_started_ = now;
+    SSL* ssl = a.ssl != nullptr ? a.ssl : a.tls->new_ssl(socket_.fd());
+    a.ssl = nullptr;
+    if (ssl != nullptr) tls_.reset(new (std::nothrow) tls_transport(socket_.fd(), ssl));
+    if (tls_) {
+      io_ = tls_.get();
+      handshake_counted_ = tls_->established();  // counted where it ended
+      // A handshake that ended elsewhere may have read the first request into the session's
+      // buffer (read-ahead), where no readiness of the socket will announce it.
+      maybe_readable_ = tls_->established();
+      // The handshake's flights, the session tickets after it and the first answer are
+      // separate writes: Nagle's algorithm would hold each behind the ACK of the one before.
+      set_nodelay();
+    } else {
+      if (ssl != nullptr) SSL_free(ssl);
+      socket_.close();  // out of memory: the client sees the connection close
+    }
+  }
   if (!ctx_.opts.trust.empty()) {
     const std::optional<ip_address> ip = peer_.ip();
     trusted_peer_ = ip && is_trusted(ctx_.opts, *ip);
@@ -95,6 +123,11 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
   }
   driver_.opened();
   ctx_.counters.connection_opened();
+  if (closed()) {  // the TLS layer could not be made
+    ctx_.counters.connection_closed();
+    driver_.closed();
+    slot_.release();
+  }
 }
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
@@ -114,7 +147,13 @@ connection::~connection() { close(); }
 
 void connection::close() noexcept {
   if (closed()) return;
+  if (tls_ && !tls_->established() && tls_->failed()) {
+    ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_->failure()));
+  }
+  if (tls_ && io_ == tls_.get()) tls_->close_notify();  // a TLS peer reads the end as clean
   socket_.close();
+  io_ = &socket_;
+  tls_.reset();
   file_.reset();
   slot_.release();
   if (refused_) return;  // never counted as opened
@@ -168,10 +207,12 @@ bool connection::has_ready_work() const noexcept {
   return takes_requests() && (worth_parsing() || can_read_more());
 }
 
+bool connection::handshaking() const noexcept { return tls_ && !tls_->established(); }
+
 short connection::interest() const noexcept {
   if (closed()) return 0;
-  if (lingering_) return POLLIN;
-  short events = has_output() ? POLLOUT : 0;
+  if (lingering_) return static_cast<short>(POLLIN | io_->crossed());
+  short events = static_cast<short>((has_output() ? POLLOUT : 0) | io_->crossed());
   if (!peer_closed_ && takes_input() && in_.can_take(read_chunk, input_limit())) events |= POLLIN;
   return events;
 }
@@ -181,7 +222,7 @@ steady_clock::time_point connection::deadline() const noexcept {
   steady_clock::time_point d;
   if (lingering_) {
     d = linger_until_;
-  } else if (awaits_proxy_header_) {
+  } else if (awaits_proxy_header_ || handshaking()) {
     d = stopping_ ? last_activity_ : head_started_ + o.header_timeout;
   } else if (job_pending_) {
     d = steady_clock::time_point::max();  // the store's own timeouts bound the job
@@ -202,6 +243,11 @@ steady_clock::time_point connection::deadline() const noexcept {
 
 void connection::on_io(bool readable, bool writable, steady_clock::time_point now) {
   if (closed()) return;
+  // A TLS read that waits for the socket to be writable, or a write that waits for it to be
+  // readable, goes on when that readiness comes.
+  const short crossed = io_->crossed();
+  if (writable && (crossed & POLLOUT) != 0) readable = true;
+  if (readable && (crossed & POLLIN) != 0) writable = true;
   if (readable) {
     maybe_readable_ = true;
     if (lingering_) {
@@ -221,6 +267,11 @@ void connection::on_io(bool readable, bool writable, steady_clock::time_point no
 
 void connection::on_deadline(steady_clock::time_point now) {
   if (closed() || now < deadline()) return;
+  if (handshaking() && !awaits_proxy_header_) {  // a late PROXY header is counted below
+    if (!stopping_) tls_->set_failure(tls_failure::timeout);
+    close();
+    return;
+  }
   if ((stopping_ && now >= grace_deadline_) || lingering_ || has_output()) {
     close();  // grace over, linger over, or a client that reads nothing
   } else if (awaits_proxy_header_) {
@@ -266,6 +317,7 @@ void connection::read_input(steady_clock::time_point now) {
     if (!in_.make_room(read_chunk, limit)) return;
     const std::size_t room = in_.room();
     const io_result r = io_->read(in_.tail(), room);
+    if (tls_ && !handshake_counted_) note_handshake();
     if (r.status == io_status::ok) {
       if (in_.empty()) head_started_ = now;
       in_.commit(r.bytes);
@@ -275,6 +327,10 @@ void connection::read_input(steady_clock::time_point now) {
     }
     if (r.status == io_status::again) break;
     maybe_readable_ = false;
+    if (tls_ && tls_->failed() && tls_->failure() == tls_failure::plaintext) {
+      answer_plaintext(now);
+      return;
+    }
     if (r.status == io_status::eof) {
       peer_closed_ = true;
       if (!has_input() && !has_output() && !job_pending_) close();  // the client is done
@@ -284,6 +340,23 @@ void connection::read_input(steady_clock::time_point now) {
     return;
   }
   maybe_readable_ = false;
+}
+
+void connection::note_handshake() noexcept {
+  if (!tls_->established()) return;
+  handshake_counted_ = true;
+  ctx_.counters.tls_handshake_done(tls_->resumed());
+}
+
+void connection::answer_plaintext(steady_clock::time_point now) {
+  io_ = &socket_;  // the answer goes out unencrypted
+  out_.assign(plaintext_response);
+  ctx_.counters.record_response(400, plaintext_response.size());
+  if (ctx_.log) ctx_.log->record(peer_.text(), "-", 400, 40);
+  close_after_write_ = true;
+  discarded_input_ = true;  // the request's bytes are read away: the connection lingers
+  maybe_readable_ = true;
+  flush(now);
 }
 
 void connection::drain_lingering() {

@@ -34,6 +34,8 @@
 
 namespace spoold {
 
+class tls_transport;
+
 using steady_clock = std::chrono::steady_clock;
 
 // Pipelined requests an event loop lets one connection answer per turn before the others get
@@ -206,6 +208,12 @@ class connection {
   void flush(steady_clock::time_point now);
   void finish_or_linger(steady_clock::time_point now);
   void set_nodelay() noexcept;
+  // TLS: the handshake has not ended yet (nothing else happens on the connection until it has).
+  [[nodiscard]] bool handshaking() const noexcept;
+  // TLS: counts the handshake once it has ended (spoold_tls_handshakes_total).
+  void note_handshake() noexcept;
+  // Plain HTTP arrived on the TLS port: answers a plaintext 400 and lingers, as any final answer.
+  void answer_plaintext(steady_clock::time_point now);
 
   server_context& ctx_;
   connection_driver& driver_;
@@ -213,6 +221,9 @@ class connection {
   // through: the socket itself, or a transport layered on it (transport.hpp).
   socket_transport socket_;
   transport* io_ = &socket_;
+  // The TLS layer over socket_ (a connection of a TLS listener), which io_ then points at.
+  std::unique_ptr<tls_transport> tls_;
+  bool handshake_counted_ = false;  // note_handshake() counted it
   input_buffer in_;
   std::string out_;
   std::size_t out_sent_ = 0;

@@ -51,9 +51,14 @@ class event_loop final : public connection_driver {
   ~event_loop();
 
   void open_listener(std::uint16_t port) {
-    listener_.open(ctx_, port, /*blocking=*/false, /*reuse_port=*/true);
+    listener_.open(ctx_, port, /*blocking=*/false, /*reuse_port=*/true, ctx_.opts.tls_only);
+  }
+  // --tls-port: a second listener, whose connections speak TLS.
+  void open_tls_listener(std::uint16_t port) {
+    tls_listener_.open(ctx_, port, /*blocking=*/false, /*reuse_port=*/true, /*tls=*/true);
   }
   [[nodiscard]] std::uint16_t port() const noexcept { return listener_.port(); }
+  [[nodiscard]] std::uint16_t tls_port() const noexcept { return tls_listener_.port(); }
   void start();
   void join() {
     if (thread_.joinable()) thread_.join();
@@ -67,7 +72,8 @@ class event_loop final : public connection_driver {
   // From a pool worker: the blocking job of `c` produced `r`.
   void complete(loop_connection* c, http::response r);
   void run();
-  void accept_all(steady_clock::time_point now);
+  void accept_all(listener& from, steady_clock::time_point now);
+  void watch_listeners();
   void pause_accepting(steady_clock::time_point now);
   void drain_completions(steady_clock::time_point now);
   void on_event(loop_connection* c, std::uint32_t events, steady_clock::time_point now);
@@ -82,6 +88,7 @@ class event_loop final : public connection_driver {
   connection_budget& budget_;
   int index_;
   listener listener_;
+  listener tls_listener_;  // open with --tls-port only
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   bool listening_ = true;
@@ -108,11 +115,18 @@ class epoll_model : public server_model {
   std::uint16_t start() override {
     const unsigned loops = ctx_.opts.loops == 0 ? 1 : ctx_.opts.loops;
     std::uint16_t port = ctx_.opts.port;
+    std::uint16_t tls_port = ctx_.opts.tls_port.value_or(0);
     for (unsigned i = 0; i < loops; ++i) {
       loops_.push_back(std::make_unique<event_loop>(ctx_, stop_, budget_, static_cast<int>(i)));
       loops_.back()->open_listener(port);
       port = loops_.back()->port();  // the next loops bind the port the first one got
+      if (ctx_.opts.tls_port) {
+        loops_.back()->open_tls_listener(tls_port);
+        tls_port = loops_.back()->tls_port();
+      }
     }
+    if (ctx_.opts.tls_only) ctx_.tls_port = port;
+    if (ctx_.opts.tls_port) ctx_.tls_port = tls_port;
     for (auto& loop : loops_) loop->start();
     return port;
   }
@@ -133,8 +147,9 @@ class epoll_model : public server_model {
   std::vector<std::unique_ptr<event_loop>> loops_;
 };
 
-// Tags for the two descriptors that are not connections.
+// Tags for the descriptors that are not connections.
 char listen_tag;
+char tls_listen_tag;
 char wake_tag;
 
 void check(int rc, const char* what) {
@@ -171,6 +186,10 @@ void event_loop::start() {
   ev.events = EPOLLIN;
   ev.data.ptr = &listen_tag;
   check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.fd(), &ev), "epoll_ctl listen");
+  if (tls_listener_.fd() >= 0) {
+    ev.data.ptr = &tls_listen_tag;
+    check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, tls_listener_.fd(), &ev), "epoll_ctl listen");
+  }
   ev.data.ptr = &wake_tag;
   check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev), "epoll_ctl eventfd");
   thread_ = std::thread([this] { run(); });
@@ -217,7 +236,9 @@ void event_loop::run() {
     for (int i = 0; i < n; ++i) {
       void* tag = events[i].data.ptr;
       if (tag == &listen_tag) {
-        accept_all(now);
+        accept_all(listener_, now);
+      } else if (tag == &tls_listen_tag) {
+        accept_all(tls_listener_, now);
       } else if (tag == &wake_tag) {
         std::uint64_t count;
         [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
@@ -257,6 +278,7 @@ void event_loop::begin_shutdown(steady_clock::time_point now) {
   shutdown_started_ = true;
   grace_deadline_ = now + ctx_.opts.grace;
   listener_.close();  // also leaves the epoll set
+  tls_listener_.close();
   listening_ = false;
   // Idle connections go now; the others close after their current response (they answer with
   // Connection: close once stopping() is true).
@@ -267,9 +289,9 @@ void event_loop::begin_shutdown(steady_clock::time_point now) {
   }
 }
 
-void event_loop::accept_all(steady_clock::time_point now) {
+void event_loop::accept_all(listener& from, steady_clock::time_point now) {
   if (!listening_) return;
-  const accept_outcome got = listener_.accept_pending(accepts_per_turn, [&](accepted&& a) {
+  const accept_outcome got = from.accept_pending(accepts_per_turn, [&](accepted&& a) {
     if (!budget_.admit()) {
       refuse_connection(ctx_, std::move(a));
       return;
@@ -294,6 +316,7 @@ void event_loop::accept_all(steady_clock::time_point now) {
 // (it is level-triggered); the sweep turns it back on. Pending connections wait in the backlog.
 void event_loop::pause_accepting(steady_clock::time_point now) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener_.fd(), nullptr);
+  if (tls_listener_.fd() >= 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, tls_listener_.fd(), nullptr);
   listening_ = false;
   accept_paused_until_ = now + accept_pause;
 }
@@ -351,13 +374,20 @@ void event_loop::bury_dead() {
   trim_.connections_deleted();
 }
 
-void event_loop::sweep(steady_clock::time_point now) {
-  if (!listening_ && !shutdown_started_ && now >= accept_paused_until_) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = &listen_tag;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.fd(), &ev) == 0) listening_ = true;
+void event_loop::watch_listeners() {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &listen_tag;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.fd(), &ev) != 0) return;
+  listening_ = true;
+  if (tls_listener_.fd() >= 0) {
+    ev.data.ptr = &tls_listen_tag;
+    (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, tls_listener_.fd(), &ev);
   }
+}
+
+void event_loop::sweep(steady_clock::time_point now) {
+  if (!listening_ && !shutdown_started_ && now >= accept_paused_until_) watch_listeners();
   if (ctx_.log && index_ == 0) ctx_.log->flush();  // lines reach the file within a sweep
   for (loop_connection* c = connections_; c != nullptr;) {
     loop_connection* next = c->next;

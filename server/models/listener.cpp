@@ -46,9 +46,11 @@ void report_exhausted(int err) noexcept {
 
 }  // namespace
 
-void listener::open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port) {
+void listener::open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port,
+                    bool tls) {
   close();
   ctx_ = &ctx;
+  tls_ = tls ? ctx.tls : nullptr;
   fd_ = listen_tcp(ctx.opts.bind, port, reuse_port);
   if (blocking) {
     const int flags = ::fcntl(fd_, F_GETFL);
@@ -65,6 +67,7 @@ accept_outcome listener::accept(accepted& out) noexcept {
   for (;;) {
     out.peer.length = sizeof out.peer.storage;
     out.fd = ::accept4(fd_, out.peer.data(), &out.peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    out.tls = tls_;
     if (out.fd >= 0) {
       if (admit_client(out)) return accept_outcome::accepted;
       continue;
@@ -128,6 +131,15 @@ void count_refusal(server_context& ctx, refusal_reason why) noexcept {
 void refuse_connection(server_context& ctx, accepted&& a, refusal_reason why) noexcept {
   a.slot.release();
   if (a.fd < 0) return;
+  if (a.tls != nullptr) {
+    // A TLS client could not read a plaintext answer; it sees the connection close.
+    SSL_free(a.ssl);
+    a.ssl = nullptr;
+    ::close(a.fd);
+    a.fd = -1;
+    count_refusal(ctx, why);
+    return;
+  }
   if (ctx.refused != nullptr && ctx.refused->take(std::move(a), why)) return;
   socket_transport socket(a.fd);  // closes it
   a.fd = -1;

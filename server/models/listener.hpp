@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <openssl/ssl.h>
+
 #include "models/client_limits.hpp"
 #include "models/model.hpp"
 #include "net.hpp"
@@ -22,6 +24,12 @@ struct accepted {
   int fd = -1;
   peer_address peer;
   client_slot slot;  // the connection's place in its client's count, if counted
+  // Accepted on a TLS listener: the connection layers a tls_transport on the socket, and a
+  // refusal closes it without a plaintext answer the client could not read.
+  tls_context* tls = nullptr;
+  // A TLS session whose handshake has ended (the queue model's handshake stage), owned by
+  // whoever holds this: the connection layers it on the socket; a refusal frees it.
+  SSL* ssl = nullptr;
 };
 
 enum class accept_outcome {
@@ -49,8 +57,10 @@ class listener {
   // Binds --bind:--port (the port the first listener of a model got, for the next ones). With
   // `blocking`, accept() waits for a connection (the models that block in it); otherwise it
   // returns `empty` (event loops). `reuse_port`: SO_REUSEPORT, one listener per event loop.
-  // Exhausted accepts are counted into ctx.counters. Throws std::system_error.
-  void open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port = false);
+  // Exhausted accepts are counted into ctx.counters. `tls`: every connection accepted here
+  // speaks TLS with ctx.tls (which must be set). Throws std::system_error.
+  void open(server_context& ctx, std::uint16_t port, bool blocking, bool reuse_port = false,
+            bool tls = false);
   [[nodiscard]] int fd() const noexcept { return fd_; }
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
@@ -86,6 +96,7 @@ class listener {
   int fd_ = -1;
   std::uint16_t port_ = 0;
   server_context* ctx_ = nullptr;
+  tls_context* tls_ = nullptr;
 };
 
 // How many connections a listening model accepts per turn of its loop: a burst of new

@@ -21,6 +21,7 @@ namespace spoold {
 
 class refusals;
 class client_table;
+class tls_context;
 
 struct server_context {
   const options& opts;
@@ -32,6 +33,10 @@ struct server_context {
   refusals* refused = nullptr;
   // Per-client counts and buckets (client_limits.hpp); nullptr when no per-client limit is set.
   client_table* clients = nullptr;
+  // The certificate and settings of the TLS listener (tls.hpp); nullptr without TLS.
+  tls_context* tls = nullptr;
+  // The port the TLS listener got (--tls-port, or --port with --tls-only), set by start().
+  std::uint16_t tls_port = 0;
 };
 
 class server_model {

@@ -26,14 +26,19 @@ class poll_model : public classic_model {
 
  private:
   void start_threads() override {
+    if (ctx_.opts.tls_port) {
+      tls_listener_.open(ctx_, *ctx_.opts.tls_port, /*blocking=*/false, false, /*tls=*/true);
+      ctx_.tls_port = tls_listener_.port();
+    }
     spawn("spoold-poll", [this] { run(); });
   }
 
   void run();
-  void accept_some(steady_clock::time_point now);
+  void accept_some(listener& from, steady_clock::time_point now);
   void begin_shutdown(steady_clock::time_point now);
 
   inline_driver driver_;
+  listener tls_listener_;  // open with --tls-port only
   bool stopping_ = false;
   steady_clock::time_point accept_paused_until_{};
   std::vector<std::unique_ptr<connection>> connections_;
@@ -54,7 +59,9 @@ void poll_model::run() {
     fds.clear();
     if (!stopping_) fds.push_back({stop_.fd(), POLLIN, 0});
     const bool listening = !stopping_ && now >= accept_paused_until_;
+    const bool tls_listening = listening && tls_listener_.fd() >= 0;
     if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
+    if (tls_listening) fds.push_back({tls_listener_.fd(), POLLIN, 0});
     const std::size_t first = fds.size();
     auto wake = next_tick;
     for (const auto& c : connections_) {
@@ -70,7 +77,8 @@ void poll_model::run() {
     }
 
     if (!stopping_ && (fds[0].revents != 0 || stop_.raised())) begin_shutdown(now);
-    if (listening && !stopping_ && fds[1].revents != 0) accept_some(now);
+    if (listening && !stopping_ && fds[1].revents != 0) accept_some(listener_, now);
+    if (tls_listening && !stopping_ && fds[2].revents != 0) accept_some(tls_listener_, now);
     // Connections accepted this turn are past the end of fds; they are polled next turn.
     const std::size_t polled = fds.size() - first;
     for (std::size_t i = 0; i < polled && i < connections_.size(); ++i) {
@@ -86,17 +94,19 @@ void poll_model::run() {
     }
   }
   listener_.close();
+  tls_listener_.close();
 }
 
 void poll_model::begin_shutdown(steady_clock::time_point now) {
   stopping_ = true;
   // New connections are refused from here on; the open ones finish within the grace period.
   listener_.close();
+  tls_listener_.close();
   for (const auto& c : connections_) c->on_stop(now, stop_.raised_at() + ctx_.opts.grace);
 }
 
-void poll_model::accept_some(steady_clock::time_point now) {
-  const accept_outcome got = listener_.accept_pending(accepts_per_turn, [&](accepted&& a) {
+void poll_model::accept_some(listener& from, steady_clock::time_point now) {
+  const accept_outcome got = from.accept_pending(accepts_per_turn, [&](accepted&& a) {
     if (connections_.size() >= ctx_.opts.max_connections) {
       refuse_connection(ctx_, std::move(a));
       return;

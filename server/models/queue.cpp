@@ -7,9 +7,16 @@
 // spool::blocking_region: the elastic pool starts a compensating worker at once (up to MAX)
 // instead of waiting for its monitor to notice the stall. Past MAX open connections the rest
 // wait in the queue until a connection ends, idle keep-alive time included (README.md).
+//
+// With --tls-only a connection reaches the pool only once its TLS handshake has ended: the
+// handshakes run on a thread of their own (handshake_stage.hpp), so a client slow to handshake
+// holds no worker.
+#include <optional>
+
 #include <spool/spool.hpp>
 
 #include "models/classic_model.hpp"
+#include "models/handshake_stage.hpp"
 
 namespace spoold {
 namespace {
@@ -20,6 +27,11 @@ class queue_model : public classic_model {
 
  private:
   void start_threads() override {
+    if (ctx_.opts.tls_only) {
+      stage_.emplace(
+          ctx_, stop_, [this](accepted&& a) { post(std::move(a)); }, [this] { release(); });
+      stage_->start();
+    }
     spawn_acceptor("spoold-accept", [this](accepted&& a) { hand_off(std::move(a)); });
   }
 
@@ -27,6 +39,7 @@ class queue_model : public classic_model {
   // Connections still queued at the stop are served too (a request that already arrived is in
   // flight); each ends by the grace period, and one that starts after it closes at once.
   void join_connections() override {
+    if (stage_) stage_->join();  // every handshake it held went to the pool or was dropped
     std::unique_lock lock(mu_);
     all_done_.wait(lock, [this] { return open_ == 0; });
   }
@@ -36,6 +49,15 @@ class queue_model : public classic_model {
       refuse_connection(ctx_, std::move(a));
       return;
     }
+    if (stage_ && a.tls != nullptr && a.ssl == nullptr) {
+      stage_->add(std::move(a));  // counted in open_ from here; post() or release() follows
+      return;
+    }
+    post(std::move(a));
+  }
+
+  // Gives an admitted connection to the pool.
+  void post(accepted&& a) {
     // The task holds a copy of the socket's number: if the pool refuses it, the task is gone
     // and the socket is still ours.
     std::error_code err = ctx_.pool.try_post([this, conn = std::move(a)]() mutable {
@@ -66,7 +88,8 @@ class queue_model : public classic_model {
 
   std::mutex mu_;
   std::condition_variable all_done_;
-  std::size_t open_ = 0;  // guarded by mu_: queued or being served
+  std::size_t open_ = 0;  // guarded by mu_: in the handshake stage, queued or being served
+  std::optional<handshake_stage> stage_;  // --tls-only
 };
 
 }  // namespace

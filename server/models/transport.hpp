@@ -15,16 +15,16 @@
 // How an encrypting transport fits (OpenSSL's non-blocking SSL_read/SSL_write):
 //  - SSL_ERROR_WANT_READ and SSL_ERROR_WANT_WRITE both become `again`; the handshake runs inside
 //    the first read or write. A read that needs the socket writable (or a write that needs it
-//    readable) must tell the driver which readiness it waits for; that is the one addition the
-//    connection's interest() will need for level-triggered drivers. The epoll model registers
+//    readable) tells the driver which readiness it waits for through crossed(), which the
+//    connection's interest() adds for level-triggered drivers. The epoll model registers
 //    every socket for both directions already, and retries both on any edge.
 //  - send_file() cannot use sendfile(2): it reads the file range into a buffer (pread) and
 //    writes that, returning the bytes the peer accepted.
 //  - shutdown_write() sends close_notify before shutting the socket's sending side.
-//  - The connection's constructor is where an accepted socket would get its layer: the
+//  - The connection's constructor is where an accepted socket gets its layer (tls.hpp): the
 //    connection keeps owning the socket (socket_transport closes it) and points its `io_` at
 //    the layer, which reads and writes the socket itself; the listener that accepted the socket
-//    is what decides.
+//    is what decides (accepted::tls).
 #pragma once
 
 #include <cstddef>
@@ -60,6 +60,10 @@ class transport {
   virtual io_result send_file(int file_fd, std::uint64_t& offset, std::size_t size) noexcept = 0;
   // No more bytes will be written (after the last response); false if the socket refused.
   virtual bool shutdown_write() noexcept = 0;
+  // After an `again`: the readiness the transport waits for beyond the call's own direction,
+  // as poll() events. POLLOUT: a read waits for the socket to be writable (a TLS handshake's
+  // answer); POLLIN: a write waits for it to be readable. 0 for a plain socket.
+  [[nodiscard]] virtual short crossed() const noexcept { return 0; }
 
   // Answers leave at once instead of waiting on Nagle's algorithm. Best effort.
   void set_nodelay() noexcept;

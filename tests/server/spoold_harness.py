@@ -32,7 +32,9 @@ MODEL = os.environ.get("SPOOLD_MODEL") or "epoll"
 ONE_AT_A_TIME = MODEL == "iterative"
 
 # The host is an IPv4 address or a bracketed IPv6 one ("[::1]", --bind ::1).
-LISTEN_RE = re.compile(r"spoold: listening on http://([0-9.]+|\[[0-9a-fA-F:.]+\]):(\d+)/")
+LISTEN_RE = re.compile(r"spoold: listening on https?://([0-9.]+|\[[0-9a-fA-F:.]+\]):(\d+)/")
+# The TLS listener's line (--tls-port, --tls-only), printed right after the listening line.
+TLS_RE = re.compile(r"spoold: TLS on https://([0-9.]+|\[[0-9a-fA-F:.]+\]):(\d+)/")
 CPU_LINE = "spoold: cpu user"
 SANITIZER_MARKERS = (
     "WARNING: ThreadSanitizer",
@@ -230,6 +232,7 @@ class Spoold:
         self.preexec_fn = preexec_fn  # runs in the child before exec (resource limits)
         self.proc = None
         self.port = None
+        self.tls_port = None  # with --tls-port or --tls-only
         self.out = None
         self.err = None
         self.returncode = None
@@ -257,6 +260,11 @@ class Spoold:
                 f"spoold did not print its listening line (exit {self.proc.returncode})\n"
                 f"command: {' '.join(cmd)}\nstdout:\n{self.out.text()}\nstderr:\n{self.err.text()}")
         self.port = int(LISTEN_RE.search(line).group(2))
+        if "--tls-port" in self.args or "--tls-only" in self.args:
+            tls_line = self.out.wait_for(lambda l: TLS_RE.search(l) is not None, 10 * SCALE)
+            if tls_line is None:
+                raise AssertionError(f"spoold did not print its TLS line\n{self.out.text()}")
+            self.tls_port = int(TLS_RE.search(tls_line).group(2))
         return self
 
     def __enter__(self):

@@ -1,0 +1,201 @@
+#include "models/handshake_stage.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <string_view>
+#include <system_error>
+
+#include "models/tls.hpp"
+
+namespace spoold {
+namespace {
+
+// Matches the connection's: how long the answer to plain HTTP waits for the client to close.
+constexpr auto linger_time = std::chrono::seconds(2);
+
+constexpr std::string_view plaintext_response =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\nConnection: close\r\n\r\n"
+    "This port speaks HTTPS only (TLS 1.2+).\n";
+
+}  // namespace
+
+struct handshake_stage::pending {
+  accepted a;
+  std::unique_ptr<tls_transport> t;
+  steady_clock::time_point deadline;
+  bool draining = false;  // answered plain HTTP; reading until the client closes
+};
+
+handshake_stage::handshake_stage(server_context& ctx, const stop_signal& stop,
+                                 std::function<void(accepted&&)> ready,
+                                 std::function<void()> dropped)
+    : ctx_(ctx), stop_(stop), ready_(std::move(ready)), dropped_(std::move(dropped)) {}
+
+handshake_stage::~handshake_stage() {
+  join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void handshake_stage::start() {
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  thread_ = std::thread([this] {
+    name_this_thread("spoold-tls-hs");
+    run();
+  });
+}
+
+void handshake_stage::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void handshake_stage::add(accepted&& a) {
+  {
+    std::lock_guard lock(mu_);
+    if (!closed_) {
+      incoming_.push_back(std::move(a));
+      std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+      return;
+    }
+  }
+  a.slot.release();
+  ::close(a.fd);
+  dropped_();
+}
+
+void handshake_stage::take_incoming(steady_clock::time_point now) {
+  std::vector<accepted> taken;
+  {
+    std::lock_guard lock(mu_);
+    taken.swap(incoming_);
+  }
+  for (accepted& a : taken) {
+    auto p = std::make_unique<pending>();
+    SSL* ssl = ctx_.tls->new_ssl(a.fd);
+    p->a = std::move(a);
+    p->deadline = now + ctx_.opts.header_timeout;
+    if (ssl == nullptr) {
+      drop(*p);
+      continue;
+    }
+    p->t = std::make_unique<tls_transport>(p->a.fd, ssl);
+    // The ClientHello has often arrived with the connection: try at once.
+    if (progress(*p, POLLIN, now)) pending_.push_back(std::move(p));
+  }
+}
+
+bool handshake_stage::progress(pending& p, short revents, steady_clock::time_point now) {
+  if (p.draining) {
+    char sink[4096];
+    for (;;) {
+      const ssize_t n = ::recv(p.a.fd, sink, sizeof sink, 0);
+      if (n > 0) continue;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      drop(p);  // the client closed: it has the answer
+      return false;
+    }
+  }
+  (void)revents;
+  const io_status s = p.t->handshake();
+  if (s == io_status::again) return true;
+  if (s == io_status::ok) {
+    ctx_.counters.tls_handshake_done(p.t->resumed());
+    p.a.ssl = p.t->release();
+    p.t.reset();
+    ready_(std::move(p.a));
+    return false;
+  }
+  if (p.t->failed() && p.t->failure() == tls_failure::plaintext) {
+    ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_failure::plaintext));
+    ctx_.counters.record_response(400, plaintext_response.size());
+    // The answer fits an empty socket buffer; then no more bytes go this way.
+    (void)::send(p.a.fd, plaintext_response.data(), plaintext_response.size(), MSG_NOSIGNAL);
+    (void)::shutdown(p.a.fd, SHUT_WR);
+    p.t.reset();
+    p.draining = true;
+    p.deadline = now + linger_time;
+    return progress(p, POLLIN, now);
+  }
+  ctx_.counters.tls_handshake_failed(
+      static_cast<std::size_t>(p.t->failed() ? p.t->failure() : tls_failure::closed));
+  drop(p);
+  return false;
+}
+
+void handshake_stage::drop(pending& p) noexcept {
+  p.t.reset();
+  p.a.slot.release();
+  if (p.a.fd >= 0) ::close(p.a.fd);
+  p.a.fd = -1;
+  dropped_();
+}
+
+void handshake_stage::run() {
+  std::vector<pollfd> fds;
+  for (;;) {
+    auto now = steady_clock::now();
+    take_incoming(now);
+    if (stop_.raised()) break;
+    fds.clear();
+    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({stop_.fd(), POLLIN, 0});
+    auto wake = now + std::chrono::seconds(1);
+    for (const auto& p : pending_) {
+      const short crossed = p->t ? p->t->crossed() : 0;
+      fds.push_back({p->a.fd, crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
+      wake = std::min(wake, p->deadline);
+    }
+    const int n = ::poll(fds.data(), fds.size(), poll_timeout(wake, now));
+    if (n < 0 && errno != EINTR) {
+      std::perror("spoold: poll (TLS handshakes)");
+      break;
+    }
+    now = steady_clock::now();
+    if (fds[0].revents != 0) {
+      std::uint64_t count;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
+    }
+    // pending_ may only shrink here; entries past the polled ones were not polled.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      pending& p = *pending_[i];
+      const short revents = n > 0 ? fds[i + 2].revents : 0;
+      bool stays = true;
+      if (revents != 0) stays = progress(p, revents, now);
+      if (stays && now >= p.deadline) {
+        if (!p.draining) {
+          ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_failure::timeout));
+        }
+        drop(p);
+        stays = false;
+      }
+      if (stays) pending_[kept++] = std::move(pending_[i]);
+    }
+    pending_.resize(kept);
+  }
+  // The stop: handshakes still pending are closed, uncounted (the server is going away).
+  for (auto& p : pending_) drop(*p);
+  pending_.clear();
+  std::vector<accepted> late;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    late.swap(incoming_);
+  }
+  for (accepted& a : late) {
+    a.slot.release();
+    ::close(a.fd);
+    dropped_();
+  }
+}
+
+}  // namespace spoold
