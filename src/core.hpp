@@ -139,6 +139,12 @@ class core {
   rest_end rest(worker& w, bool& searching) noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
+  // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
+  void tally_outcome(worker* w, outcome how) noexcept;
+  // What help_until runs: any task, or inside an isolation region only that region's.
+  task* find_for_wait(worker& w) noexcept {
+    return w.isolation == 0 ? queues_.find_task(w) : queues_.find_isolated(w, w.isolation);
+  }
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).
   outcome run_ticket(range_ticket& t) noexcept;

@@ -23,6 +23,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     // past its bound), never blocking. Accepted while draining (it is part of finishing
     // queued work); refused while discarding.
     if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
+    t->isolation = w->isolation;
     if (p == priority::normal) {
       try {
         w->deque.push(t);
@@ -97,6 +98,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
       r.error = errc::no_memory;
       break;
     }
+    if (own) t->isolation = w->isolation;
     try {
       deque.push(t);
     } catch (...) {

@@ -62,6 +62,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   if (discarding_.load(std::memory_order_acquire)) {
     refused = errc::shut_down;
   } else {
+    right.isolation = w->isolation;
     try {
       w->deque.push(&right);
     } catch (...) {

@@ -37,6 +37,36 @@ task* queues::take_high(worker& w) noexcept {
   return injector_.pop(priority::high);
 }
 
+task* queues::find_isolated(worker& w, std::uintptr_t region) noexcept {
+  if (!injector_.empty() && injector_.queued(priority::high) != 0) {
+    if (task* t = injector_.pop_isolated(priority::high, region)) return t;
+  }
+  // Pop past other regions' tasks at the bottom of the own deque, a bounded number at a time,
+  // and put them back in their order. Pushing back never grows the ring (it holds no more
+  // than before the pops), so push() cannot throw here.
+  constexpr std::size_t k_pass_over = 64;
+  task* passed[k_pass_over];
+  std::size_t n = 0;
+  task* found = nullptr;
+  while (n < k_pass_over) {
+    task* t = w.deque.pop();
+    if (t == nullptr) break;
+    if (t->isolation == region) {
+      found = t;
+      break;
+    }
+    passed[n++] = t;
+  }
+  for (std::size_t i = n; i-- > 0;) w.deque.push(passed[i]);
+  // Those tasks were out of sight between the pop and the push: a searcher may have missed
+  // them and gone to sleep (the parking protocol, sleep/README.md).
+  if (n != 0) wake_.notify_worker();
+  if (found != nullptr) return found;
+  if (injector_.empty()) return nullptr;
+  if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+  return injector_.pop_isolated(priority::low, region);
+}
+
 task* queues::steal(worker& w) noexcept {
   // Victims: the other workers' deques, then their stolen batches, then the outside threads'
   // slots, which are taken from a run at a time (stolen_batch.hpp).

@@ -62,6 +62,13 @@ class queues {
     return injector_.pop(priority::low);
   }
 
+  // The next task of isolation region `region` for w (a wait inside spool::isolate): from the
+  // injector's high level, then w's own deque, then the injector's normal and low levels.
+  // Other tasks at the bottom of w's deque are popped past and put back in their order (then
+  // notify_worker: they were out of sight meanwhile). Never steals: a region's task held by
+  // another worker is that worker's to run, or any idle worker's.
+  task* find_isolated(worker& w, std::uintptr_t region) noexcept;
+
   // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
   bool has_work() const noexcept {
     if (!injector_.empty()) return true;
