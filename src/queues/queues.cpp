@@ -18,7 +18,7 @@ queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
       workers_(workers),
       wake_(wake),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
-      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0) {}
+      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0, workers) {}
 
 task* queues::take_high(worker& w) noexcept {
   if (aging_.count() > 0) {
@@ -145,11 +145,9 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, false};
   // Under the lock no batch can be filled from this slot, so one that still holds its tasks
   // keeps holding them until taken: those go first.
-  for (const auto& other : workers_.all()) {
-    if (!other->batch.empty() && other->batch.source() == &slot) {
-      slot.batching.store(false, std::memory_order_release);
-      return {nullptr, false};
-    }
+  if (slots_.held_by_batch(slot)) {
+    slot.batching.store(false, std::memory_order_release);
+    return {nullptr, false};
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.
   task* run[stolen_batch::k_capacity];
