@@ -141,9 +141,11 @@ class core {
   void execute(worker* w, task* t) noexcept;
   // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
   void tally_outcome(worker* w, outcome how) noexcept;
-  // What help_until runs: any task, or inside an isolation region only that region's.
-  task* find_for_wait(worker& w) noexcept {
-    return w.isolation == 0 ? queues_.find_task(w) : queues_.find_isolated(w, w.isolation);
+  // What help_until runs: any task, or inside an isolation region only that region's
+  // (last_look: the look after prepare(), see queues::find_isolated).
+  task* find_for_wait(worker& w, bool last_look = false) noexcept {
+    return w.isolation == 0 ? queues_.find_task(w)
+                            : queues_.find_isolated(w, w.isolation, !last_look);
   }
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).

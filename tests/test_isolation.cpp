@@ -66,20 +66,23 @@ TEST(Isolation, LatchCountedAfterTheWaitCompletes) {
   EXPECT_TRUE(c_saw_count.load());
 }
 
-// The unrelated task sits in A's own deque, above the task A waits for: submitted from a
-// nested region, it is not the outer region's, and the outer wait passes over it.
-TEST(Isolation, OuterWaitPassesOverANestedRegionsTask) {
+// The unrelated tasks sit in A's own deque, above the task A waits for: submitted from a
+// nested region, they are not the outer region's, and the outer wait passes over them (more
+// than it holds on its stack).
+TEST(Isolation, OuterWaitPassesOverANestedRegionsTasks) {
   spool::pool p(pool_config(1));
   std::latch counted(1);
-  std::atomic<bool> c_ran{false};
+  std::atomic<int> c_ran{0};
   spool::future<int> a = p.submit([&] {
     const int got = spool::isolate([&] {
       spool::future<int> b = p.submit([] { return 7; });
       spool::isolate([&] {
-        p.post([&] {
-          counted.wait();
-          c_ran = true;
-        });
+        for (int i = 0; i < 100; ++i) {
+          p.post([&] {
+            counted.wait();
+            ++c_ran;
+          });
+        }
       });
       return b.get();
     });
@@ -88,7 +91,7 @@ TEST(Isolation, OuterWaitPassesOverANestedRegionsTask) {
   });
   EXPECT_EQ(a.get(), 7);
   p.wait_idle();
-  EXPECT_TRUE(c_ran.load());
+  EXPECT_EQ(c_ran.load(), 100);
 }
 
 // Nested fork/join inside a region on a one-thread pool: the lone worker's waits run the

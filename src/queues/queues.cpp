@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <vector>
+
 #include "sleep/sleep.hpp"
 
 namespace spool::detail {
@@ -37,26 +39,44 @@ task* queues::take_high(worker& w) noexcept {
   return injector_.pop(priority::high);
 }
 
-task* queues::find_isolated(worker& w, std::uintptr_t region) noexcept {
+task* queues::find_isolated(worker& w, std::uintptr_t region, bool own_deque) noexcept {
   if (!injector_.empty() && injector_.queued(priority::high) != 0) {
     if (task* t = injector_.pop_isolated(priority::high, region)) return t;
   }
-  // Pop past other regions' tasks at the bottom of the own deque, a bounded number at a time,
-  // and put them back in their order. Pushing back never grows the ring (it holds no more
-  // than before the pops), so push() cannot throw here.
+  if (!own_deque) {
+    if (injector_.empty()) return nullptr;
+    if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+    return injector_.pop_isolated(priority::low, region);
+  }
+  // Pop past other regions' tasks at the bottom of the own deque and put them back in their
+  // order. Held on the stack up to k_pass_over, then in a vector; without memory for it the
+  // pass stops there (the region's tasks below are then left to thieves this time). Pushing
+  // back never grows the ring (it holds no more than before the pops), so push() cannot
+  // throw here.
   constexpr std::size_t k_pass_over = 64;
   task* passed[k_pass_over];
+  std::vector<task*> more;
   std::size_t n = 0;
   task* found = nullptr;
-  while (n < k_pass_over) {
+  for (;;) {
     task* t = w.deque.pop();
     if (t == nullptr) break;
     if (t->isolation == region) {
       found = t;
       break;
     }
-    passed[n++] = t;
+    if (n < k_pass_over) {
+      passed[n++] = t;
+      continue;
+    }
+    try {
+      more.push_back(t);
+    } catch (...) {
+      w.deque.push(t);
+      break;
+    }
   }
+  for (std::size_t i = more.size(); i-- > 0;) w.deque.push(more[i]);
   for (std::size_t i = n; i-- > 0;) w.deque.push(passed[i]);
   // Those tasks were out of sight between the pop and the push: a searcher may have missed
   // them and gone to sleep (the parking protocol, sleep/README.md).

@@ -193,7 +193,9 @@ bool core::help_until(wait_target& until,
       continue;
     }
     if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
-    if (sleep_.spin([&until] { return until.done(); })) {
+    // An isolated waiter does not spin: the spin ends as soon as any task is queued, and most
+    // queued tasks are not its region's, so it would circle here instead of parking.
+    if (!isolated && sleep_.spin([&until] { return until.done(); })) {
       if (!until.done()) sleep_.wake_for_surplus();
       continue;
     }
@@ -204,7 +206,7 @@ bool core::help_until(wait_target& until,
       if (p.cancel(w.index)) sleep_.wake_for_surplus();
       return true;
     }
-    if (task* t = find_for_wait(w)) {
+    if (task* t = find_for_wait(w, /*last_look=*/true)) {
       p.cancel(w.index);
       until.disarm();
       sleep_.wake_for_surplus();
