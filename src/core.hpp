@@ -92,6 +92,11 @@ class core {
 
   // ---- For the API faces (futures, task groups) ----
 
+  // A thread outside the pool about to wait on t's result: if t is still queued at the front
+  // of that thread's own producer slot, takes it back and runs it here (queues::take_back;
+  // src/README.md, "An outside waiter runs its own task"). True if it ran (or was dropped).
+  bool run_own_task(task* t) noexcept;
+
   // The parker, whose notify_all wakes workers that sleep waiting on a future or a group.
   parker& sleepers() noexcept { return sleep_.sleepers(); }
   // A thread outside the pool is about to sleep (sleep_control::outside_sleeps).

@@ -173,6 +173,14 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   return {};
 }
 
+bool core::run_own_task(task* t) noexcept {
+  if (!queues_.take_back(t)) return false;
+  // Counted as submitted in the slot; finished in the outsiders' counters, as caller_runs.
+  execute(nullptr, t);
+  idle_.notify();  // this may have been the last task
+  return true;
+}
+
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);
   t->destroy();

@@ -12,6 +12,11 @@ namespace spool {
 // Like std::future, with two differences that matter inside a pool:
 //  - waiting from one of the owning pool's workers runs other queued tasks instead of
 //    blocking the thread, so nested fork/join finishes even on a one-thread pool;
+//  - waiting (get(), wait()) from the thread outside the pool that submitted the task runs
+//    the task on that thread if no worker has taken it yet and it is the oldest task queued
+//    in the thread's producer slot (an unbounded pool, priority::normal); otherwise the thread
+//    waits for a worker. wait_for/wait_until never run it (src/README.md, "An outside waiter
+//    runs its own task");
 //  - destroying a future never blocks.
 // A task dropped before it ran (shutdown_mode::discard, full_policy::discard_oldest)
 // makes get() throw spool::task_cancelled.

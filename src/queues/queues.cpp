@@ -181,6 +181,15 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   return {count > 0 ? run[0] : nullptr, retry};
 }
 
+bool queues::take_back(const task* t) noexcept {
+  producer_slot* slot = slots_.cached();
+  if (slot == nullptr || slot->deque.empty()) return false;
+  if (slot->batching.exchange(true, std::memory_order_acquire)) return false;
+  const bool took = !slots_.held_by_batch(*slot) && slot->deque.steal_if(t);
+  slot->batching.store(false, std::memory_order_release);
+  return took;
+}
+
 std::size_t queues::size() const noexcept {
   std::size_t n = injector_.size();
   for (const auto& w : workers_.all()) n += w->deque.size() + w->batch.size();

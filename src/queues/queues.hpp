@@ -72,6 +72,14 @@ class queues {
   // there), and a pass over it would notify w itself, listed by then.
   task* find_isolated(worker& w, std::uintptr_t region, bool own_deque = true) noexcept;
 
+  // The calling thread (outside the pool) takes t back from its own producer slot, to run it
+  // itself: only if t is the oldest task queued there and no worker's batch holds older ones
+  // of that slot, so the slot's tasks still start in submission order. Under the slot's
+  // batching lock, as a worker taking a run would be. False if t is not there (taken already,
+  // not the oldest, another thread's slot, or no slot: a bounded pool, or a thread past the
+  // slot count).
+  bool take_back(const task* t) noexcept;
+
   // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
   bool has_work() const noexcept {
     if (!injector_.empty()) return true;

@@ -55,6 +55,9 @@ class state_base {
   }
 
   std::exception_ptr failure_;
+  // The task that completes this state when both are one object (future_task), for an outside
+  // waiter that takes its own task back (core::run_own_task); null otherwise.
+  task* own_task_ = nullptr;
 
  private:
   void wait_outside(const std::chrono::steady_clock::time_point* deadline) noexcept;
@@ -131,6 +134,7 @@ class future_task final : public task, public state<R> {
   template <class G>
   future_task(core* owner, G&& fn) : state<R>(owner) {
     ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
+    this->own_task_ = this;
   }
   ~future_task() override {}  // fn_ is destroyed by run(), cancel() or destroy()
 
