@@ -22,7 +22,8 @@
 //    opens a fresh region number (never reused, so a task of an ended region matches no later
 //    one) and restores the outer one on the way out, exception or not.
 //  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R
-//    (find_for_wait -> queues::find_isolated). A task outside R that the waited-for work depends
+//    (find_for_wait -> queues::find_isolated; fork_join's own pops of the tasks above its
+//    half likewise, api/join.cpp). A task outside R that the waited-for work depends
 //    on is run by another worker, exactly as in a pool whose waits block; so isolation adds no
 //    deadlock a blocking pool would not have, and removes the one helping adds.
 //  - find_isolated pops past other tasks at the bottom of the worker's own deque and pushes
