@@ -96,6 +96,9 @@ class core {
   // of that thread's own producer slot, takes it back and runs it here (queues::take_back;
   // src/README.md, "An outside waiter runs its own task"). True if it ran (or was dropped).
   bool run_own_task(task* t) noexcept;
+  // Whether the calling thread is inside a run_own_task of this pool: a wait_idle, shutdown
+  // or destruction from there would wait for the task it is called from (would_deadlock).
+  bool runs_own_task_here() const noexcept;
 
   // The parker, whose notify_all wakes workers that sleep waiting on a future or a group.
   parker& sleepers() noexcept { return sleep_.sleepers(); }

@@ -173,10 +173,20 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   return {};
 }
 
+namespace {
+// The pool whose task this thread runs in run_own_task (nested: the innermost), else null.
+thread_local const core* tls_running_own = nullptr;
+}  // namespace
+
+bool core::runs_own_task_here() const noexcept { return tls_running_own == this; }
+
 bool core::run_own_task(task* t) noexcept {
   if (!queues_.take_back(t)) return false;
   // Counted as submitted in the slot; finished in the outsiders' counters, as caller_runs.
+  const core* outer = tls_running_own;
+  tls_running_own = this;
   execute(nullptr, t);
+  tls_running_own = outer;
   idle_.notify();  // this may have been the last task
   return true;
 }

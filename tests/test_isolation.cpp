@@ -1,7 +1,8 @@
 // spool::isolate: a wait inside an isolation region runs only that region's tasks, so a task
 // that waits and only afterwards releases another task cannot end up running that task under
 // its own wait (the help-while-wait deadlock, src/README.md). And the region still helps with
-// its own nested work, down to a one-thread pool.
+// its own nested work, down to a one-thread pool. The outer tasks are waited for from another
+// thread (get_elsewhere), so that they run on a worker.
 #include <gtest/gtest.h>
 
 #include <spool/parallel.hpp>
@@ -60,7 +61,7 @@ TEST(Isolation, LatchCountedAfterTheWaitCompletes) {
     release.open();
     return got;
   });
-  EXPECT_EQ(a.get(), 42);
+  EXPECT_EQ(get_elsewhere(a), 42);
   p.wait_idle();
   EXPECT_TRUE(c_ran.load());
   EXPECT_TRUE(c_saw_count.load());
@@ -89,9 +90,39 @@ TEST(Isolation, OuterWaitPassesOverANestedRegionsTasks) {
     counted.count_down();
     return got;
   });
-  EXPECT_EQ(a.get(), 7);
+  EXPECT_EQ(get_elsewhere(a), 7);
   p.wait_idle();
   EXPECT_EQ(c_ran.load(), 100);
+}
+
+// A fork's join takes back what the left side pushed above the forked half; inside a region
+// it leaves another region's task there (the left side queued it from a nested region).
+TEST(Isolation, ForkJoinPassesOverANestedRegionsTask) {
+  spool::pool p(pool_config(1));
+  std::latch counted(1);
+  std::atomic<bool> c_ran{false};
+  std::atomic<int> sides{0};
+  spool::future<void> a = p.submit([&] {
+    spool::isolate([&] {
+      spool::parallel_invoke(
+          p,
+          [&] {
+            spool::isolate([&] {
+              p.post([&] {
+                counted.wait();
+                c_ran = true;
+              });
+            });
+            ++sides;
+          },
+          [&] { ++sides; });
+    });
+    counted.count_down();
+  });
+  get_elsewhere(a);
+  p.wait_idle();
+  EXPECT_EQ(sides.load(), 2);
+  EXPECT_TRUE(c_ran.load());
 }
 
 // Nested fork/join inside a region on a one-thread pool: the lone worker's waits run the
@@ -99,7 +130,7 @@ TEST(Isolation, OuterWaitPassesOverANestedRegionsTasks) {
 TEST(Isolation, NestedForkJoinFinishesOnOneThread) {
   spool::pool p(pool_config(1));
   spool::future<int> r = p.submit([&] { return spool::isolate([&] { return fib(p, 16); }); });
-  EXPECT_EQ(r.get(), fib_value(16));
+  EXPECT_EQ(get_elsewhere(r), fib_value(16));
 }
 
 TEST(Isolation, TaskGroupAndParallelJoinInsideARegionOnOneThread) {
@@ -118,7 +149,7 @@ TEST(Isolation, TaskGroupAndParallelJoinInsideARegionOnOneThread) {
       g.wait();
     });
   });
-  r.get();
+  get_elsewhere(r);
   EXPECT_EQ(ran.load(), 100);
 }
 
@@ -142,7 +173,7 @@ TEST(Isolation, WaitTakesTheRegionsTasksFromTheSharedQueue) {
     counted.count_down();
     return got;
   });
-  EXPECT_EQ(r.get(), 7);
+  EXPECT_EQ(get_elsewhere(r), 7);
   p.wait_idle();
   EXPECT_TRUE(c_ran.load());
 }
@@ -163,7 +194,7 @@ TEST(Isolation, ReturnsTheValueAndLetsExceptionsThrough) {
     }
     return -1;
   });
-  EXPECT_EQ(r.get(), fib_value(10));
+  EXPECT_EQ(get_elsewhere(r), fib_value(10));
 }
 
 // Many tasks at once, each the latch scenario: it queues a task that waits for it, then
@@ -185,16 +216,18 @@ TEST(Isolation, StressRegionsAlongsideBlockedUnrelatedTasks) {
       spool::isolate([&] {
         spool::task_group g(p);
         for (int k = 0; k < 4; ++k) g.run([&] { sum += fib(p, 8); });
-        spool::parallel_invoke(p, [&] { sum += fib(p, 6); }, [&] { sum += fib(p, 5); });
+        spool::parallel_invoke(
+            p, [&] { sum += fib(p, 6); }, [&] { sum += fib(p, 5); });
         g.wait();
       });
       latches[i]->count_down();
     }));
   }
-  for (auto& f : done) f.get();
+  for (auto& f : done) get_elsewhere(f);
   p.wait_idle();
   EXPECT_EQ(blocked_done.load(), outer);
-  EXPECT_EQ(sum.load(), static_cast<long>(outer) * (4 * fib_value(8) + fib_value(6) + fib_value(5)));
+  EXPECT_EQ(sum.load(),
+            static_cast<long>(outer) * (4 * fib_value(8) + fib_value(6) + fib_value(5)));
 }
 
 }  // namespace

@@ -40,6 +40,21 @@ TEST(OwnTask, WaiterRunsItsTaskWhileTheWorkersAreBusy) {
   EXPECT_EQ(s.failed, 1u);
 }
 
+// A task run by its waiter cannot wait for the pool to go idle: it would wait for itself.
+TEST(OwnTask, WaitIdleFromATaskRunByItsWaiterReportsWouldDeadlock) {
+  spool::pool p(pool_config(1));
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  const std::thread::id me = std::this_thread::get_id();
+  spool::future<bool> f = p.submit([&p, me] {
+    EXPECT_EQ(std::this_thread::get_id(), me);
+    return error_code_of([&p] { p.wait_idle(); }) == spool::errc::would_deadlock;
+  });
+  EXPECT_TRUE(f.get());
+  release.open();
+}
+
 // A task behind older ones of the same producer is not taken back: the worker runs the older
 // one first and holds the rest in its batch, so the waiter waits; order is kept.
 TEST(OwnTask, NotTakenBackPastOlderTasksOfTheSameProducer) {
@@ -99,7 +114,8 @@ TEST(OwnTask, StressWaitersRaceStealingWorkers) {
   for (int k = 0; k < producers; ++k) {
     ts.emplace_back([&, k] {
       for (int i = 0; i < per_thread; ++i) {
-        const std::size_t at = static_cast<std::size_t>(k) * per_thread + static_cast<std::size_t>(i);
+        const std::size_t at =
+            static_cast<std::size_t>(k) * per_thread + static_cast<std::size_t>(i);
         // Now and then a fire-and-forget task first, so the awaited one is not the oldest.
         if (i % 7 == 0) p.post([] {});
         spool::future<std::size_t> f = p.submit([&runs, at] {

@@ -118,7 +118,8 @@ TEST(ProducerSlots, StressShortLivedProducersWithStealing) {
     for (int k = 0; k < per_wave; ++k) {
       ts.emplace_back([&, wave, k] {
         const std::size_t base =
-            (static_cast<std::size_t>(wave) * per_wave + static_cast<std::size_t>(k)) * per_producer;
+            (static_cast<std::size_t>(wave) * per_wave + static_cast<std::size_t>(k)) *
+            per_producer;
         for (std::size_t i = 0; i < per_producer; ++i) {
           pool.post([&runs, at = base + i] { runs[at].fetch_add(1); });
         }

@@ -43,6 +43,9 @@ class state_base {
 
   // Sets k_waited_worker; returns true if the state was already ready (then nothing was set).
   bool mark_waited_by_worker() noexcept;
+  // The waiter will not take the task back (state_base::wait): the library's own one-task
+  // submissions from outside (an algorithm's whole run), which must run on a worker.
+  void keep_on_workers() noexcept { own_task_ = nullptr; }
   core* owner() const noexcept { return owner_; }
 
  protected:
