@@ -76,7 +76,7 @@ core::core(const config& cfg)
 core::~core() = default;
 
 std::error_code core::wait_idle() noexcept {
-  if (is_own_worker()) return errc::would_deadlock;
+  if (is_own_worker() || runs_own_task_here()) return errc::would_deadlock;
   wait_quiescent();
   return {};
 }
@@ -94,7 +94,7 @@ void core::close() noexcept {
 }
 
 std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcept {
-  if (is_own_worker()) return errc::would_deadlock;
+  if (is_own_worker() || runs_own_task_here()) return errc::would_deadlock;
   std::lock_guard lock(shutdown_mu_);
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
   if (!joined_) {

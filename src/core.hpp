@@ -92,6 +92,14 @@ class core {
 
   // ---- For the API faces (futures, task groups) ----
 
+  // A thread outside the pool about to wait on t's result: if t is still queued at the front
+  // of that thread's own producer slot, takes it back and runs it here (queues::take_back;
+  // src/README.md, "An outside waiter runs its own task"). True if it ran (or was dropped).
+  bool run_own_task(task* t) noexcept;
+  // Whether the calling thread is inside a run_own_task of this pool: a wait_idle, shutdown
+  // or destruction from there would wait for the task it is called from (would_deadlock).
+  bool runs_own_task_here() const noexcept;
+
   // The parker, whose notify_all wakes workers that sleep waiting on a future or a group.
   parker& sleepers() noexcept { return sleep_.sleepers(); }
   // A thread outside the pool is about to sleep (sleep_control::outside_sleeps).
@@ -139,6 +147,14 @@ class core {
   rest_end rest(worker& w, bool& searching) noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
   void execute(worker* w, task* t) noexcept;
+  // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
+  void tally_outcome(worker* w, outcome how) noexcept;
+  // What help_until runs: any task, or inside an isolation region only that region's
+  // (last_look: the look after prepare(), see queues::find_isolated).
+  task* find_for_wait(worker& w, bool last_look = false) noexcept {
+    return w.isolation == 0 ? queues_.find_task(w)
+                            : queues_.find_isolated(w, w.isolation, !last_look);
+  }
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).
   outcome run_ticket(range_ticket& t) noexcept;

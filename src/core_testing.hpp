@@ -21,6 +21,14 @@ struct core_testing {
   }
   // Whether a listed sleeper holds the timed role.
   static bool timed_sleeper(const core& c) noexcept { return c.sleep_.sleepers().timed_listed(); }
+  // Whether the calling thread holds a producer slot of c (without claiming one).
+  static bool has_producer_slot(const core& c) noexcept {
+    return c.queues_.slots().cached() != nullptr;
+  }
+  // Producer slots claimed so far, given back or not ([0, in_use()) are searched).
+  static std::size_t producer_slots_in_use(const core& c) noexcept {
+    return c.queues_.slots().in_use();
+  }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
   static bool monitor_sleeping(const core& c) noexcept {
     return c.threads_.monitor_asleep_.load(std::memory_order_relaxed);

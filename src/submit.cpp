@@ -23,6 +23,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     // past its bound), never blocking. Accepted while draining (it is part of finishing
     // queued work); refused while discarding.
     if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
+    t->isolation = w->isolation;
     if (p == priority::normal) {
       try {
         w->deque.push(t);
@@ -97,6 +98,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
       r.error = errc::no_memory;
       break;
     }
+    if (own) t->isolation = w->isolation;
     try {
       deque.push(t);
     } catch (...) {
@@ -169,6 +171,24 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
   sleep_.note_outside();
   sleep_.notify_worker();
   return {};
+}
+
+namespace {
+// The pool whose task this thread runs in run_own_task (nested: the innermost), else null.
+thread_local const core* tls_running_own = nullptr;
+}  // namespace
+
+bool core::runs_own_task_here() const noexcept { return tls_running_own == this; }
+
+bool core::run_own_task(task* t) noexcept {
+  if (!queues_.take_back(t)) return false;
+  // Counted as submitted in the slot; finished in the outsiders' counters, as caller_runs.
+  const core* outer = tls_running_own;
+  tls_running_own = this;
+  execute(nullptr, t);
+  tls_running_own = outer;
+  idle_.notify();  // this may have been the last task
+  return true;
 }
 
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {

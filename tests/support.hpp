@@ -6,7 +6,10 @@
 #include <atomic>
 #include <cstddef>
 #include <latch>
+#include <optional>
 #include <system_error>
+#include <thread>
+#include <type_traits>
 #include <utility>
 
 namespace spool_test {
@@ -32,6 +35,26 @@ std::error_code error_code_of(F&& f) {
     return e.code();
   }
   return {};
+}
+
+// f.get() from a thread of its own. The thread that submitted a task may run it itself when
+// its get() finds it still queued (src/README.md, "An outside waiter runs its own task"); a
+// test whose task must run on a worker waits from another thread, which never does.
+template <class T>
+T get_elsewhere(spool::future<T>& f) {
+  if constexpr (std::is_void_v<T>) {
+    std::thread waiter([&f] { f.get(); });
+    waiter.join();
+  } else {
+    std::optional<T> result;
+    std::thread waiter([&f, &result] { result.emplace(f.get()); });
+    waiter.join();
+    return std::move(*result);
+  }
+}
+template <class T>
+T get_elsewhere(spool::future<T>&& f) {
+  return get_elsewhere(f);
 }
 
 // Occupies every worker of `p` with a task that waits at `release` (a std::latch, or a gate

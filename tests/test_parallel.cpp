@@ -127,12 +127,12 @@ TEST(ParallelInvoke, RunsEveryCallOnce) {
 // worker's own deque (never stolen), so wait_idle() sees a quiescent pool after the call.
 TEST(ParallelInvoke, ForksAreCountedAsTasks) {
   spool::pool p{pool_config(1)};
-  const int worker = p.submit([] { return spool::this_worker_index(); }).get();
+  const int worker = get_elsewhere(p.submit([] { return spool::this_worker_index(); }));
   p.wait_idle();
   const spool::stats before = p.statistics();
   std::atomic<int> on_worker{0};
   auto here = [&] { on_worker += spool::this_worker_index() == worker; };
-  p.submit([&] { spool::parallel_invoke(p, here, here, here, here); }).get();
+  get_elsewhere(p.submit([&] { spool::parallel_invoke(p, here, here, here, here); }));
   p.wait_idle();
   const spool::stats after = p.statistics();
   EXPECT_EQ(on_worker.load(), 4);

@@ -189,7 +189,7 @@ TEST(Stats, StolenCountsRequiredSteals) {
       child_ran.wait();
       return spool::this_worker_index();
     });
-    int parent_index = parent.get();
+    int parent_index = spool_test::get_elsewhere(parent);
     EXPECT_NE(child_index.load(), parent_index);
     EXPECT_GE(child_index.load(), 0);
   }

@@ -401,21 +401,21 @@ TEST(Stress, SpawnStormRunsEachChildOnce) {
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::atomic<int>> runs(children);
     std::atomic<bool> stolen{false};
-    p.submit([&] {
-       const int spawner = spool::this_worker_index();
-       std::vector<spool::future<void>> fs;
-       fs.reserve(children);
-       for (int i = 0; i < children; ++i) {
-         fs.push_back(p.submit([&runs, &stolen, spawner, i] {
-           ++runs[i];
-           if (spool::this_worker_index() != spawner && !stolen.exchange(true)) stolen.notify_one();
-         }));
-       }
-       // Until another worker has stolen a child, this one does not pop (a loaded machine could
-       // otherwise let it run every child itself); then the owner's pops race the thieves.
-       stolen.wait(false);
-       for (auto& f : fs) f.get();
-     }).get();
+    spool_test::get_elsewhere(p.submit([&] {
+      const int spawner = spool::this_worker_index();
+      std::vector<spool::future<void>> fs;
+      fs.reserve(children);
+      for (int i = 0; i < children; ++i) {
+        fs.push_back(p.submit([&runs, &stolen, spawner, i] {
+          ++runs[i];
+          if (spool::this_worker_index() != spawner && !stolen.exchange(true)) stolen.notify_one();
+        }));
+      }
+      // Until another worker has stolen a child, this one does not pop (a loaded machine could
+      // otherwise let it run every child itself); then the owner's pops race the thieves.
+      stolen.wait(false);
+      for (auto& f : fs) f.get();
+    }));
     int wrong = 0;
     for (auto& n : runs) wrong += n.load() != 1;
     ASSERT_EQ(wrong, 0) << "round " << r;

@@ -301,8 +301,8 @@ TEST(WorkerIndex, IsInRangeAndDistinctInside) {
   };
   auto a = p.submit(index);
   auto b = p.submit(index);
-  int ia = a.get();
-  int ib = b.get();
+  int ia = get_elsewhere(a);
+  int ib = get_elsewhere(b);
   EXPECT_GE(ia, 0);
   EXPECT_LT(ia, 2);
   EXPECT_GE(ib, 0);
@@ -311,7 +311,7 @@ TEST(WorkerIndex, IsInRangeAndDistinctInside) {
 
   spool::pool four{pool_config(4)};
   for (int i = 0; i < 50; ++i) {
-    int k = four.submit([] { return spool::this_worker_index(); }).get();
+    int k = get_elsewhere(four.submit([] { return spool::this_worker_index(); }));
     EXPECT_GE(k, 0);
     EXPECT_LT(k, 4);
   }
@@ -321,11 +321,11 @@ TEST(IsWorker, TrueOnlyOnThatPoolsWorkers) {
   spool::pool a{pool_config(2)};
   spool::pool b{pool_config(1)};
   EXPECT_FALSE(a.is_worker());
-  EXPECT_TRUE(a.submit([&a] { return a.is_worker(); }).get());
-  EXPECT_FALSE(b.submit([&a] { return a.is_worker(); }).get());
-  EXPECT_TRUE(b.submit([&b] { return b.is_worker(); }).get());
+  EXPECT_TRUE(get_elsewhere(a.submit([&a] { return a.is_worker(); })));
+  EXPECT_FALSE(get_elsewhere(b.submit([&a] { return a.is_worker(); })));
+  EXPECT_TRUE(get_elsewhere(b.submit([&b] { return b.is_worker(); })));
   // On another pool's worker the index is that pool's.
-  EXPECT_EQ(b.submit([] { return spool::this_worker_index(); }).get(), 0);
+  EXPECT_EQ(get_elsewhere(b.submit([] { return spool::this_worker_index(); })), 0);
 }
 
 TEST(ThreadCount, MatchesTheConfig) {

@@ -669,6 +669,97 @@ spool::config parking_config(unsigned threads, unsigned spin_rounds) {
   return cfg;
 }
 
+// A group destroyed without wait() hands its first exception to on_exception, once; the
+// pool still counts every failure.
+TEST(TaskGroup, DestroyedUnwaitedReportsItsFirstException) {
+  std::mutex mu;
+  std::vector<std::string> reported;
+  spool::config cfg = pool_config(2);
+  cfg.on_exception = [&](std::exception_ptr e) {
+    std::lock_guard lock(mu);
+    reported.push_back(message_of(e));
+  };
+  spool::pool p{cfg};
+  std::latch first_failed{1};
+  {
+    task_group g{p};
+    g.run([&] {
+      first_failed.count_down();
+      throw std::runtime_error("first");
+    });
+    first_failed.wait();
+    g.run([] {});
+    // Runs after the first task has thrown (it waits at the latch the throwing task opened
+    // just before throwing, and the group records the first exception before its unit goes).
+    g.run([&] {
+      first_failed.wait();
+      throw std::runtime_error("second");
+    });
+  }
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(reported.size(), 1u);
+    EXPECT_TRUE(reported[0] == "first" || reported[0] == "second");
+  }
+  p.wait_idle();
+  EXPECT_EQ(p.statistics().failed, 2u);
+}
+
+// Delivered otherwise, the exception is not reported again: rethrown by wait(), passed to
+// on_finished, or left to a living parent (whose wait() rethrows it).
+TEST(TaskGroup, DestroyedUnwaitedDoesNotReportWhatWasDelivered) {
+  std::atomic<int> reported{0};
+  spool::config cfg = pool_config(2);
+  cfg.on_exception = [&](std::exception_ptr) { ++reported; };
+  spool::pool p{cfg};
+  {
+    task_group g{p};
+    g.run([] { throw std::runtime_error("waited"); });
+    EXPECT_THROW(g.wait(), std::runtime_error);
+  }
+  {
+    std::atomic<int> callbacks{0};
+    task_group g{p};
+    g.on_finished([&](group_status how, std::exception_ptr e) {
+      if (how == group_status::failed && e != nullptr) ++callbacks;
+    });
+    g.run([] { throw std::runtime_error("to the callback"); });
+    EXPECT_TRUE(g.wait_for(std::chrono::hours(1)));  // does not rethrow; the callback had it
+    EXPECT_EQ(callbacks.load(), 1);
+  }
+  {
+    task_group parent{p};
+    {
+      task_group child{parent};
+      child.run([] { throw std::runtime_error("nested"); });
+    }
+    EXPECT_THROW(parent.wait(), std::runtime_error);
+  }
+  EXPECT_EQ(reported.load(), 0);
+  // A nested group whose parent's task_group is gone reports for itself.
+  {
+    auto parent = std::make_unique<task_group>(p);
+    task_group child{*parent};
+    parent.reset();
+    child.run([] { throw std::runtime_error("orphan"); });
+    EXPECT_TRUE(child.wait_for(std::chrono::hours(1)));
+    EXPECT_EQ(reported.load(), 0);
+  }
+  EXPECT_EQ(reported.load(), 1);
+}
+
+// Without a handler the exception goes to stderr.
+TEST(TaskGroup, DestroyedUnwaitedReportsToStderrWithoutAHandler) {
+  spool::pool p{pool_config(1)};
+  testing::internal::CaptureStderr();
+  {
+    task_group g{p};
+    g.run([] { throw std::runtime_error("to stderr"); });
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("to stderr"), std::string::npos) << err;
+}
+
 }  // namespace
 
 // One task per drain, waited for in turn from outside (wait, wait_for) and from a worker that

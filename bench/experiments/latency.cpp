@@ -73,11 +73,13 @@ const experiment& latency_experiment() {
       "latency",
       "Round trip on an idle pool: submit one tiny task, wait for it; K times. p50/p99/max in us.",
       "Each peer's own way to hand over one task and wait for it: spool submit().get(), asio\n"
-      "use_future, mutex_pool std::packaged_task, tbb_arena enqueue + a counter, OpenMP a\n"
-      "parallel region running one task. The round trips follow each other without pause. Also\n"
-      "reported: the CPU the process used meanwhile, in cores (CPU seconds / wall seconds, from\n"
-      "getrusage). Metric: p50 in microseconds, with p99 and max. A run stops early after 20 s\n"
-      "(--quick 2 s, --tiny 1 s); `trips` shows how many round trips it made.\n"
+      "use_future, mutex_pool std::packaged_task, tbb_task_group run + wait, tbb_arena enqueue\n"
+      "+ a counter, OpenMP a parallel region running one task. spool and tbb_task_group let the\n"
+      "waiter run its own task when no worker has taken it yet. The round trips follow each\n"
+      "other without pause. Also reported: the CPU the process used meanwhile, in cores (CPU\n"
+      "seconds / wall seconds, from getrusage). Metric: p50 in microseconds, with p99 and max.\n"
+      "A run stops early after 20 s (--quick 2 s, --tiny 1 s); `trips` shows how many round\n"
+      "trips it made.\n"
       "\n"
       "options:\n"
       "  --tasks K   round trips (default 100000; --quick 20000; --tiny 200)",

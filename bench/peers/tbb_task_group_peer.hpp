@@ -22,9 +22,6 @@ class tbb_task_group_peer : public peer_base<tbb_task_group_peer> {
   static constexpr std::string_view name = "tbb_task_group";
   static constexpr std::string_view no_future =
       "tbb::task_group has no per-task future (a task reports through captured state)";
-  static constexpr std::string_view no_round_trip =
-      "task_group::wait() runs the task on the waiting thread itself: no hand-off to time "
-      "(see tbb_arena)";
   static constexpr std::string_view no_outside_producer =
       "task_group::run must be called inside the arena, so the producer would take one of the N "
       "consumer slots (see tbb_arena)";
@@ -51,6 +48,12 @@ class tbb_task_group_peer : public peer_base<tbb_task_group_peer> {
       f();
       group_.wait();
     });
+  }
+  // run + wait from the thread inside the arena: wait() runs the task itself when no worker
+  // has taken it yet (spool's outside waiter does the same with its own task).
+  template <class F>
+  void round_trip(F&& f) {
+    run_and_wait([&] { post(std::forward<F>(f)); });
   }
   template <class Child, class Here>
   void fork_join(Child&& child, Here&& here) {

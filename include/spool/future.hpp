@@ -9,9 +9,28 @@
 
 namespace spool {
 
+template <class T>
+class future;
+
+namespace detail {
+// For the library's own layers (detail/parallel_support.hpp): a future whose get() must leave
+// its task to the workers, never run it on the waiting thread.
+struct future_access {
+  template <class T>
+  static void keep_on_workers(future<T>& f) noexcept;
+};
+}  // namespace detail
+
 // Like std::future, with two differences that matter inside a pool:
 //  - waiting from one of the owning pool's workers runs other queued tasks instead of
 //    blocking the thread, so nested fork/join finishes even on a one-thread pool;
+//  - waiting (get(), wait()) from the thread outside the pool that submitted the task runs
+//    the task on that thread if no worker has taken it yet and it is the oldest task queued
+//    in the thread's producer slot (an unbounded pool, priority::normal); otherwise the thread
+//    waits for a worker. wait_for/wait_until never run it (src/README.md, "An outside waiter
+//    runs its own task"). A task run so is not on a worker: this_worker_index() is -1, its
+//    own waits block instead of helping, and wait_idle()/shutdown() from it report
+//    errc::would_deadlock as on a worker;
 //  - destroying a future never blocks.
 // A task dropped before it ran (shutdown_mode::discard, full_policy::discard_oldest)
 // makes get() throw spool::task_cancelled.
@@ -62,6 +81,7 @@ class future {
   template <class>
   friend class future;
   friend class pool;
+  friend struct detail::future_access;
   explicit future(detail::state<T>* s) noexcept : state_(s) {}
 
   detail::state<T>& checked() const {
@@ -74,5 +94,10 @@ class future {
 
   detail::state<T>* state_ = nullptr;
 };
+
+template <class T>
+void detail::future_access::keep_on_workers(future<T>& f) noexcept {
+  if (f.state_ != nullptr) f.state_->keep_on_workers();
+}
 
 }  // namespace spool

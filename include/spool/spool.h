@@ -143,6 +143,14 @@ int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), voi
 void spool_blocking_begin(void);
 void spool_blocking_end(void);
 
+/* Calls fn(arg) in an isolation region of its own (spool::isolate): on a worker of pool, a
+ * wait inside fn (spool_group_wait, spool_group_destroy) runs only tasks submitted within the
+ * region and their descendants, never unrelated tasks, so a task that waits and afterwards
+ * releases another task cannot end up running that task under its own wait. Elsewhere fn just
+ * runs. Returns SPOOL_OK once fn has returned; SPOOL_EINVAL (fn not called) if pool or fn is
+ * NULL. */
+int spool_isolate(spool_pool* pool, void (*fn)(void*), void* arg);
+
 /* Blocks until nothing is queued or running. SPOOL_EDEADLK from a worker of this pool. */
 int spool_wait_idle(spool_pool* pool);
 

@@ -139,7 +139,13 @@ class task_group {
   // first (once it has drained).
   explicit task_group(task_group& parent);
   // Waits for the pending tasks (helping on a worker), without rethrowing. A task of the group
-  // must not destroy it: that would wait for itself.
+  // must not destroy it: that would wait for itself. If a task threw and the exception was not
+  // delivered otherwise, the destructor hands the group's first exception to the pool's
+  // config::on_exception (stderr if that is empty), on the destroying thread; later exceptions
+  // are counted in failed() and in stats::failed only, as for wait(). Delivered otherwise
+  // means: a wait() rethrew it, an on_finished callback is set (it received it), or the group
+  // is nested and its parent's task_group still lives (the parent's wait(), callback or
+  // destructor reports it; a parent already destroyed leaves the report to this group).
   ~task_group();
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;

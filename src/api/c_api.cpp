@@ -206,4 +206,14 @@ void spool_blocking_begin(void) { spool::detail::blocking_begin(); }
 
 void spool_blocking_end(void) { spool::detail::blocking_end(); }
 
+int spool_isolate(spool_pool* pool, void (*fn)(void*), void* arg) {
+  if (pool == nullptr || fn == nullptr) return SPOOL_EINVAL;
+  if (!pool->core.is_own_worker()) {
+    fn(arg);
+    return SPOOL_OK;
+  }
+  spool::isolate([fn, arg] { fn(arg); });
+  return SPOOL_OK;
+}
+
 }  // extern "C"

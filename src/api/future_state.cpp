@@ -5,6 +5,11 @@
 // outside threads sleeping on status_ itself, the pool's parker for workers that help while
 // waiting. A sleeper sets its bit with a read-modify-write before sleeping and sleeps only on
 // a value that still lacks k_ready, so it either sees the completion or is seen by it.
+//
+// An outside waiter first tries to run its own task (core::run_own_task): if the task is
+// still the oldest in the waiter's producer slot, nothing else can take it once the waiter's
+// CAS on the slot's top succeeds, so it runs exactly once, here; complete() then finds no
+// sleeper bits and the wait returns at once.
 #include <climits>
 
 #include "core.hpp"
@@ -29,7 +34,7 @@ void state_base::wait() noexcept {
   if (owner_->is_own_worker()) {
     waitable<state_base> target(*this);
     owner_->help_until(target, nullptr);
-  } else {
+  } else if (own_task_ == nullptr || !owner_->run_own_task(own_task_)) {
     wait_outside(nullptr);
   }
 }
@@ -40,6 +45,7 @@ bool state_base::wait_until(std::chrono::steady_clock::time_point deadline) noex
     waitable<state_base> target(*this);
     return owner_->help_until(target, &deadline);
   }
+  // No taking back here: running the task would not honour the deadline.
   wait_outside(&deadline);
   return ready();
 }

@@ -62,6 +62,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   if (discarding_.load(std::memory_order_acquire)) {
     refused = errc::shut_down;
   } else {
+    right.isolation = w->isolation;
     try {
       w->deque.push(&right);
     } catch (...) {
@@ -83,6 +84,16 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
       break;
     }
     if (t != &right) {
+      if (w->isolation != 0 && t->isolation != w->isolation) {
+        // Pushed by left() from a nested isolation region: not this region's to run while it
+        // waits. Back in place (the deque holds no more than before the pop, so the push
+        // cannot grow it), and the isolated wait passes over it.
+        w->deque.push(t);
+        sleep_.notify_worker();
+        waitable<join_task> target(right);
+        help_until(target, nullptr);
+        break;
+      }
       execute(w, t);  // pushed by left(), above the half
       continue;
     }

@@ -11,7 +11,7 @@ namespace spool {
 pool::pool(config cfg) : core_(new detail::core(cfg)) {}
 
 pool::~pool() {
-  if (core_->is_own_worker()) {
+  if (core_->is_own_worker() || core_->runs_own_task_here()) {
     std::fputs("spool: a pool was destroyed by one of its own tasks; that cannot finish\n", stderr);
     std::terminate();
   }

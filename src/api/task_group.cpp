@@ -164,6 +164,28 @@ class group_state : public std::enable_shared_from_this<group_state> {
     return cancelled() ? group_status::cancelled : group_status::completed;
   }
 
+  // The owning task_group is being destroyed, drained. Reports the first exception to the
+  // pool's handler unless it was delivered otherwise: rethrown by a wait(), passed to an
+  // on_finished callback (one is set), or left to a parent whose task_group still lives (the
+  // exception was recorded there too, and the parent's wait, callback or destructor reports it).
+  void abandon() noexcept {
+    abandoned_.store(true, std::memory_order_release);
+    if (parent_ != nullptr && !parent_->abandoned_.load(std::memory_order_acquire)) return;
+    {
+      std::lock_guard lock(report_mu_);
+      if (on_finished_) return;
+    }
+    std::exception_ptr unreported;
+    {
+      std::lock_guard lock(failure_mu_);
+      if (failure_ != nullptr && !failure_taken_) {
+        failure_taken_ = true;
+        unreported = failure_;
+      }
+    }
+    if (unreported != nullptr) owner_.report_exception(std::move(unreported));
+  }
+
   void set_on_finished(std::function<void(group_status, std::exception_ptr)> callback) {
     std::lock_guard lock(report_mu_);
     on_finished_ = std::move(callback);
@@ -228,6 +250,7 @@ class group_state : public std::enable_shared_from_this<group_state> {
   const std::shared_ptr<group_state> parent_;
   alignas(64) std::atomic<std::uint64_t> count_{0};
   alignas(64) std::atomic<bool> cancelled_{false};
+  std::atomic<bool> abandoned_{false};  // the owning task_group has been destroyed
 
   std::mutex failure_mu_;
   std::exception_ptr failure_;  // the first exception of this group or a nested one
@@ -351,7 +374,10 @@ task_group::task_group(pool& p) : task_group(detail::pool_access::of(p), nullptr
 
 task_group::task_group(task_group& parent) : task_group(parent.state_->owner(), &parent) {}
 
-task_group::~task_group() { detail::wait_drained(*state_, nullptr); }
+task_group::~task_group() {
+  detail::wait_drained(*state_, nullptr);
+  state_->abandon();
+}
 
 group_status task_group::wait() {
   detail::wait_drained(*state_, nullptr);

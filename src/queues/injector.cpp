@@ -120,6 +120,36 @@ task* injector::pop(priority p) noexcept {
   return t;
 }
 
+task* injector::pop_isolated(priority p, std::uintptr_t region) noexcept {
+  if (queued(p) == 0) return nullptr;
+  const int level = index(p);
+  std::unique_lock lock(mu_);
+  fifo& q = levels_[level];
+  task* prev = nullptr;
+  std::size_t at = 0;  // position in the level, for the low level's enqueue times
+  task* t = q.head;
+  for (; t != nullptr && t->isolation != region; prev = t, t = t->next) ++at;
+  if (t == nullptr) return nullptr;
+  if (prev == nullptr) {
+    q.head = t->next;
+  } else {
+    prev->next = t->next;
+  }
+  if (q.tail == t) q.tail = prev;
+  t->next = nullptr;
+  --count_;
+  level_size_[level].fetch_sub(1, std::memory_order_relaxed);
+  size_.store(count_, std::memory_order_seq_cst);
+  if (level == index(priority::low)) {
+    low_since_.erase(low_since_.begin() + static_cast<std::ptrdiff_t>(at));
+    publish_oldest_low_locked();
+  }
+  const bool wake_producer = blocked_ > 0;
+  lock.unlock();
+  if (wake_producer) not_full_.notify_one();
+  return t;
+}
+
 void injector::close() noexcept {
   {
     std::lock_guard lock(mu_);

@@ -5,10 +5,26 @@
 // from, oldest first. Submitting is then a store into the thread's own deque, with no lock
 // and no line shared with other producers; a single producer's tasks still start in the order
 // they were submitted. Bounded pools do not use slots: a bound needs one shared count, which
-// the injector keeps.
+// the injector keeps. When every slot is taken, later threads use the injector.
 //
-// Slots are claimed for good: a slot whose thread has gone is still drained by the workers,
-// it is just never pushed to again. When every slot is taken, later threads use the injector.
+// Giving slots back. A thread that exits gives its slots back (the thread-local cache's exit
+// hook marks each `released`; so does a thread whose cache evicts a pool's entry); the tasks
+// still in the slot are drained by the workers as before. A released slot is reused by a
+// thread claiming one (claim_released) only under the slot's `batching` lock, with its deque
+// empty and no worker's batch holding its tasks.
+// Invariant: a reused slot holds no task of its previous owner anywhere in the pool. It holds:
+// the previous owner pushes no more (it has exited or forgotten the slot), a batch is filled
+// from the slot only under the `batching` lock and only from its deque, and under that lock the
+// deque is empty and no batch holds the slot's tasks; a taker that lost a race for the last
+// entry holds nothing. So the new owner starts from a slot in the state of a fresh one (the
+// order promise covers one owner's tasks, and no earlier owner's task can start after them),
+// and its `entered`/`accepted` counts carry on from the old ones: quiescence and statistics
+// sum them. The owner's plain stores to those counts are ordered before the new owner's by
+// the release store of `released` and the claimer's acquire load of it.
+//
+// Pool lifetime: an exiting thread may hold slots of a pool that has been destroyed. Pools
+// register their producer_slots in a process-wide list under a mutex; a thread gives a slot
+// back only while holding that mutex and finding its pool (by id) still listed.
 #pragma once
 
 #include <atomic>
@@ -20,6 +36,8 @@
 
 namespace spool::detail {
 
+class roster;
+
 struct producer_slot {
   ws_deque deque;
   // Written only by the owning thread (plain stores): `entered` counts submissions from the
@@ -28,18 +46,24 @@ struct producer_slot {
   std::atomic<std::uint64_t> accepted{0};
   // Held by the one worker taking a run of this slot's tasks into its stolen_batch (queues::steal
   // explains why the order needs it); a try-lock, never waited on. Off the counters' line,
-  // which the producer writes on every submission.
+  // which the producer writes on every submission. Also held by a thread reclaiming the slot.
   alignas(64) std::atomic<bool> batching{false};
+  // The owner has given the slot back (see above); cleared by the thread that reuses it.
+  std::atomic<bool> released{false};
 };
 
 class producer_slots {
  public:
-  explicit producer_slots(std::size_t count);
+  producer_slots(std::size_t count, const roster& workers);
+  ~producer_slots();
   producer_slots(const producer_slots&) = delete;
   producer_slots& operator=(const producer_slots&) = delete;
 
-  // The calling thread's slot, claimed on first use; null if there are none left.
+  // The calling thread's slot, claimed on first use (a released, drained one first); null if
+  // there are none left.
   producer_slot* mine() noexcept;
+  // The calling thread's slot if it has claimed one, without claiming; null otherwise.
+  producer_slot* cached() const noexcept;
 
   // Slots that may hold tasks: [0, in_use()).
   std::size_t in_use() const noexcept {
@@ -49,9 +73,18 @@ class producer_slots {
   producer_slot& operator[](std::size_t i) noexcept { return slots_[i]; }
   const producer_slot& operator[](std::size_t i) const noexcept { return slots_[i]; }
 
+  // Whether a worker's stolen batch still holds tasks taken from `slot`.
+  bool held_by_batch(const producer_slot& slot) const noexcept;
+
+  std::uint64_t id() const noexcept { return id_; }
+
  private:
+  producer_slot* claim() noexcept;
+  bool claim_released(producer_slot& slot) noexcept;
+
   const std::uint64_t id_;  // unique for the life of the process: thread caches key on it
   const std::size_t count_;
+  const roster& workers_;
   std::unique_ptr<producer_slot[]> slots_;
   std::atomic<std::size_t> claimed_{0};
 };

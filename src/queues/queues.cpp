@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <vector>
+
 #include "sleep/sleep.hpp"
 
 namespace spool::detail {
@@ -18,7 +20,7 @@ queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
       workers_(workers),
       wake_(wake),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
-      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0) {}
+      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0, workers) {}
 
 task* queues::take_high(worker& w) noexcept {
   if (aging_.count() > 0) {
@@ -35,6 +37,54 @@ task* queues::take_high(worker& w) noexcept {
     }
   }
   return injector_.pop(priority::high);
+}
+
+task* queues::find_isolated(worker& w, std::uintptr_t region, bool own_deque) noexcept {
+  if (!injector_.empty() && injector_.queued(priority::high) != 0) {
+    if (task* t = injector_.pop_isolated(priority::high, region)) return t;
+  }
+  if (!own_deque) {
+    if (injector_.empty()) return nullptr;
+    if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+    return injector_.pop_isolated(priority::low, region);
+  }
+  // Pop past other regions' tasks at the bottom of the own deque and put them back in their
+  // order. Held on the stack up to k_pass_over, then in a vector; without memory for it the
+  // pass stops there (the region's tasks below are then left to thieves this time). Pushing
+  // back never grows the ring (it holds no more than before the pops), so push() cannot
+  // throw here.
+  constexpr std::size_t k_pass_over = 64;
+  task* passed[k_pass_over];
+  std::vector<task*> more;
+  std::size_t n = 0;
+  task* found = nullptr;
+  for (;;) {
+    task* t = w.deque.pop();
+    if (t == nullptr) break;
+    if (t->isolation == region) {
+      found = t;
+      break;
+    }
+    if (n < k_pass_over) {
+      passed[n++] = t;
+      continue;
+    }
+    try {
+      more.push_back(t);
+    } catch (...) {
+      w.deque.push(t);
+      break;
+    }
+  }
+  for (std::size_t i = more.size(); i-- > 0;) w.deque.push(more[i]);
+  for (std::size_t i = n; i-- > 0;) w.deque.push(passed[i]);
+  // Those tasks were out of sight between the pop and the push: a searcher may have missed
+  // them and gone to sleep (the parking protocol, sleep/README.md).
+  if (n != 0) wake_.notify_worker();
+  if (found != nullptr) return found;
+  if (injector_.empty()) return nullptr;
+  if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+  return injector_.pop_isolated(priority::low, region);
 }
 
 task* queues::steal(worker& w) noexcept {
@@ -115,11 +165,9 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, false};
   // Under the lock no batch can be filled from this slot, so one that still holds its tasks
   // keeps holding them until taken: those go first.
-  for (const auto& other : workers_.all()) {
-    if (!other->batch.empty() && other->batch.source() == &slot) {
-      slot.batching.store(false, std::memory_order_release);
-      return {nullptr, false};
-    }
+  if (slots_.held_by_batch(slot)) {
+    slot.batching.store(false, std::memory_order_release);
+    return {nullptr, false};
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.
   task* run[stolen_batch::k_capacity];
@@ -131,6 +179,15 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   // like any other for the parking protocol (sleep/README.md).
   if (count > 1) wake_.notify_worker();
   return {count > 0 ? run[0] : nullptr, retry};
+}
+
+bool queues::take_back(const task* t) noexcept {
+  producer_slot* slot = slots_.cached();
+  if (slot == nullptr || slot->deque.empty()) return false;
+  if (slot->batching.exchange(true, std::memory_order_acquire)) return false;
+  const bool took = !slots_.held_by_batch(*slot) && slot->deque.steal_if(t);
+  slot->batching.store(false, std::memory_order_release);
+  return took;
 }
 
 std::size_t queues::size() const noexcept {

@@ -62,6 +62,24 @@ class queues {
     return injector_.pop(priority::low);
   }
 
+  // The next task of isolation region `region` for w (a wait inside spool::isolate): from the
+  // injector's high level, then w's own deque, then the injector's normal and low levels.
+  // Other tasks at the bottom of w's deque are popped past, however many, and put back in
+  // their order (then notify_worker: they were out of sight meanwhile). Never steals: a
+  // region's task held by another worker is that worker's to run, or any idle worker's.
+  // With own_deque false only the injector is searched: w's last look before it parks, when
+  // no other thread can have pushed to w's deque since w's previous look (only w pushes
+  // there), and a pass over it would notify w itself, listed by then.
+  task* find_isolated(worker& w, std::uintptr_t region, bool own_deque = true) noexcept;
+
+  // The calling thread (outside the pool) takes t back from its own producer slot, to run it
+  // itself: only if t is the oldest task queued there and no worker's batch holds older ones
+  // of that slot, so the slot's tasks still start in submission order. Under the slot's
+  // batching lock, as a worker taking a run would be. False if t is not there (taken already,
+  // not the oldest, another thread's slot, or no slot: a bounded pool, or a thread past the
+  // slot count).
+  bool take_back(const task* t) noexcept;
+
   // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
   bool has_work() const noexcept {
     if (!injector_.empty()) return true;

@@ -94,6 +94,19 @@ class ws_deque {
     return {t, false};
   }
 
+  // Any thread: steals the oldest task only if it is `expected`. True if this call took it.
+  // Comparing the pointer read from the ring is enough: the caller keeps `expected` alive
+  // (its future holds the allocation), so no other task can have that address meanwhile.
+  bool steal_if(const task* expected) noexcept {
+    std::int64_t tp = top_.load(std::memory_order_seq_cst);
+    const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+    if (tp >= b) return false;
+    ring* r = ring_.load(std::memory_order_acquire);
+    if (r->get(tp) != expected) return false;
+    return top_.compare_exchange_strong(tp, tp + 1, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed);
+  }
+
   struct steal_batch_result {
     std::uint32_t count;  // tasks written to `out`, oldest first; 0 if none were taken
     bool retry;           // as for steal()

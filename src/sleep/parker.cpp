@@ -14,11 +14,11 @@ parker::parker(std::uint32_t seats, std::uint32_t max_spinners)
       sleeping_(new std::uint32_t[seats]),
       chosen_(new std::uint32_t[seats]) {}
 
-bool parker::prepare(std::uint32_t seat, bool want_timed) noexcept {
+bool parker::prepare(std::uint32_t seat, bool want_timed, bool wake_last) noexcept {
   bool timed = false;
   {
     std::lock_guard lock(mu_);
-    list_locked(seat, want_timed, &timed);
+    list_locked(seat, want_timed, &timed, wake_last);
   }
 #ifndef SPOOL_TSAN
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -41,11 +41,21 @@ bool parker::prepare_if_others_awake(std::uint32_t seat, std::uint32_t live, std
   return true;
 }
 
-void parker::list_locked(std::uint32_t seat, bool want_timed, bool* timed) noexcept {
+void parker::list_locked(std::uint32_t seat, bool want_timed, bool* timed,
+                         bool wake_last) noexcept {
   seat_state& s = seats_[seat];
   s.word.store(k_asleep, std::memory_order_relaxed);
-  s.pos = depth_;
-  sleeping_[depth_++] = seat;
+  if (wake_last && depth_ > 0) {
+    // The first seat moves to the end; this one takes the first place, the last to be woken.
+    const std::uint32_t first = sleeping_[0];
+    seats_[first].pos = depth_;
+    sleeping_[depth_++] = first;
+    s.pos = 0;
+    sleeping_[0] = seat;
+  } else {
+    s.pos = depth_;
+    sleeping_[depth_++] = seat;
+  }
   // The role first: a reader without the lock that sees this seat counted in sleepers_ also
   // sees its role (tests tell "parked without the role" from "parking with it" this way).
   *timed = want_timed && timed_seat_ == k_unlisted;

@@ -59,7 +59,10 @@ class parker {
   // prepare() says whether it did: the holder must park with a deadline and, at each one,
   // decide about the wake-ups deferred to it (sleep/README.md, "Deferred wake-ups"). The role
   // ends when the seat leaves the list, however it leaves.
-  bool prepare(std::uint32_t seat, bool want_timed = false) noexcept;
+  // With wake_last, the seat goes to the far end of the list, where notify_one reaches it only
+  // after the seats listed before it (an isolated waiter, which can take few of the tasks a
+  // submission announces; core::help_until).
+  bool prepare(std::uint32_t seat, bool want_timed = false, bool wake_last = false) noexcept;
   // prepare(seat, true) for a worker that leaves work queued (a crowded pool's extra worker,
   // sleep_control::retreat), done only if at least `keep` of `live` threads (this one
   // included) would still be off the list after it; false, having done nothing, otherwise.
@@ -124,7 +127,8 @@ class parker {
   };
 
   void wake_one() noexcept;
-  void list_locked(std::uint32_t seat, bool want_timed, bool* timed) noexcept;
+  void list_locked(std::uint32_t seat, bool want_timed, bool* timed,
+                   bool wake_last = false) noexcept;
   void unlist_locked(std::uint32_t seat) noexcept;  // takes a listed seat off sleeping_
   wake woken_as(std::uint32_t word) const noexcept {
     return word == k_searching ? wake::searching : wake::woken;

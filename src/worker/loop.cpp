@@ -8,6 +8,29 @@
 // counts as a spinner until it has looked once (`searching`); it then stops, as a spinner
 // does, and either takes what it found (and take() passes the baton on) or looks again before
 // parking.
+//
+// Isolation (spool::isolate). Choice: a region the caller opens, as oneTBB's isolate, rather
+// than every wait running only its own subtree. A wait does not know its subtree (a future
+// may come from any thread, a group's tasks from anywhere), and restricting every wait would
+// take away the help that makes waiting cheap and lets unrelated tasks use a waiting worker.
+// So waits help with anything by default, and a region is the opt-in for code that waits and
+// only afterwards releases something another task may block on.
+//  - Every task carries the region it was submitted in (task::isolation), copied from the
+//    submitting worker's current region (worker::isolation) by every path that queues a task
+//    from a worker: submit, submit_bulk, range tickets, fork_join.
+//  - execute() runs a task in its own region and restores the worker's afterwards; isolate()
+//    opens a fresh region number (never reused, so a task of an ended region matches no later
+//    one) and restores the outer one on the way out, exception or not.
+//  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R
+//    (find_for_wait -> queues::find_isolated; fork_join's own pops of the tasks above its
+//    half likewise, api/join.cpp). A task outside R that the waited-for work depends
+//    on is run by another worker, exactly as in a pool whose waits block; so isolation adds no
+//    deadlock a blocking pool would not have, and removes the one helping adds.
+//  - find_isolated pops past other tasks at the bottom of the worker's own deque and pushes
+//    them back, then notifies (they were out of sight), and does not steal. An isolated
+//    waiter parks at the far end of the sleepers' list (parker::prepare's wake_last), and if a
+//    submission's wake-up reaches it anyway it passes the wake-up on (wake_for_surplus), so a
+//    task it may not run is never left with every other worker asleep.
 #include "core.hpp"
 
 namespace spool::detail {
@@ -117,9 +140,22 @@ void core::execute(worker* w, task* t) noexcept {
     drop(w, t);
     return;
   }
-  if (w != nullptr) add_owned32(w->depth, +1);
+  if (w == nullptr) {
+    tally_outcome(nullptr, t->run(*this));
+    return;
+  }
+  // The task runs in the region it was submitted in, and so do the tasks it submits and its
+  // waits; the worker's own region comes back when it returns (the task may be freed by then).
+  const std::uintptr_t outer = w->isolation;
+  w->isolation = t->isolation;
+  add_owned32(w->depth, +1);
   const outcome how = t->run(*this);
-  if (w != nullptr) add_owned32(w->depth, -1);
+  add_owned32(w->depth, -1);
+  w->isolation = outer;
+  tally_outcome(w, how);
+}
+
+void core::tally_outcome(worker* w, outcome how) noexcept {
   idle_.tally(w,
               how == outcome::completed ? &counters::completed
               : how == outcome::failed  ? &counters::failed
@@ -131,6 +167,11 @@ bool core::help_until(wait_target& until,
                       const std::chrono::steady_clock::time_point* deadline) noexcept {
   worker& w = *tls_worker;
   parker& p = sleep_.sleepers();
+  // Inside an isolation region the wait runs only that region's tasks (find_for_wait). Such a
+  // waiter lists itself to be woken last by submissions (prepare's wake_last): they are meant
+  // for workers that may take any task. Chosen all the same and finding nothing of its region,
+  // it passes the wake-up on (stop_searching's wake_for_surplus), so no task is left behind.
+  const bool isolated = w.isolation != 0;
   // As in run_worker: woken by notify_one, this thread counts as a spinner until it has
   // looked once. A helper may leave right after (its target is done), so it gives the count
   // back and, like a worker that found a task, wakes one sleeper if work is queued.
@@ -146,25 +187,27 @@ bool core::help_until(wait_target& until,
       stop_searching();
       return true;
     }
-    task* found = queues_.find_task(w);
+    task* found = find_for_wait(w);
     stop_searching();
     if (found != nullptr) {
       execute(&w, found);
       continue;
     }
     if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return false;
-    if (sleep_.spin([&until] { return until.done(); })) {
+    // An isolated waiter does not spin: the spin ends as soon as any task is queued, and most
+    // queued tasks are not its region's, so it would circle here instead of parking.
+    if (!isolated && sleep_.spin([&until] { return until.done(); })) {
       if (!until.done()) sleep_.wake_for_surplus();
       continue;
     }
-    p.prepare(w.index);
+    p.prepare(w.index, /*want_timed=*/false, /*wake_last=*/isolated);
     // After prepare(): either the waker sees our announcement and wakes the parker, or we see
     // the target done here (arm() and the waker's check pair up; see wait_target).
     if (until.arm()) {
       if (p.cancel(w.index)) sleep_.wake_for_surplus();
       return true;
     }
-    if (task* t = queues_.find_task(w)) {
+    if (task* t = find_for_wait(w, /*last_look=*/true)) {
       p.cancel(w.index);
       until.disarm();
       sleep_.wake_for_surplus();
@@ -181,6 +224,21 @@ bool core::help_until(wait_target& until,
     if (how == parker::wake::timed_out) return until.done();
     searching = how == parker::wake::searching;
   }
+}
+
+std::uintptr_t isolation_enter() noexcept {
+  worker* w = tls_worker;
+  if (w == nullptr) return 0;
+  // A fresh number for each region, never reused in the process's life: a task left queued
+  // by a region that has ended can never be taken for one of a later region.
+  static std::atomic<std::uintptr_t> next_region{1};
+  const std::uintptr_t outer = w->isolation;
+  w->isolation = next_region.fetch_add(1, std::memory_order_relaxed);
+  return outer;
+}
+
+void isolation_leave(std::uintptr_t outer) noexcept {
+  if (worker* w = tls_worker) w->isolation = outer;
 }
 
 }  // namespace spool::detail

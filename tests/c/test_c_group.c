@@ -318,6 +318,61 @@ static void test_group_inside_a_task(void) {
   tally_destroy(&t);
 }
 
+typedef struct {
+  spool_pool *pool;
+  tally_t *tally;
+  hold_t *blocked;  /* the unrelated task waits here until the region's wait has returned */
+  int rc_isolate;
+  int rc_wait;
+} region_arg;
+
+static void region_body(void *arg) {
+  region_arg *a = arg;
+  spool_group *g = NULL;
+  if (spool_group_create(a->pool, NULL, &g) != SPOOL_OK) return;
+  for (int i = 0; i < 20; ++i) spool_group_submit(g, count_run, a->tally, NULL);
+  a->rc_wait = spool_group_wait(g, -1);
+  spool_group_destroy(g);
+}
+
+/* Queues an unrelated task (high priority: a wait's search meets it first) that holds until
+ * released, then waits on a group inside a region, then releases it. Without the region the
+ * lone worker's wait would run the held task and never come back. */
+static void waits_then_releases(void *arg) {
+  region_arg *a = arg;
+  spool_submit_priority(a->pool, SPOOL_PRIORITY_HIGH, hold_task, a->blocked, NULL);
+  a->rc_isolate = spool_isolate(a->pool, region_body, a);
+  hold_release(a->blocked);
+}
+
+static void test_isolate(void) {
+  spool_pool *pool = make_pool(1);
+  tally_t t;
+  tally_init(&t);
+  hold_t h;
+  hold_init(&h);
+  CHECK_EQ(spool_isolate(NULL, noop, NULL), SPOOL_EINVAL);
+  CHECK_EQ(spool_isolate(pool, NULL, NULL), SPOOL_EINVAL);
+  /* Off a worker fn just runs. */
+  region_arg outside = {pool, &t, &h, -1, -1};
+  CHECK_EQ(spool_isolate(pool, region_body, &outside), SPOOL_OK);
+  CHECK_EQ(outside.rc_wait, SPOOL_OK);
+  CHECK_EQ(tally_get(&t, &t.ran), 20);
+
+  region_arg a = {pool, &t, &h, -1, -1};
+  CHECK_EQ(spool_submit(pool, waits_then_releases, &a), SPOOL_OK);
+  CHECK_EQ(spool_wait_idle(pool), SPOOL_OK);
+  CHECK_EQ(a.rc_isolate, SPOOL_OK);
+  CHECK_EQ(a.rc_wait, SPOOL_OK);
+  CHECK_EQ(tally_get(&t, &t.ran), 40);
+  pthread_mutex_lock(&h.mu);
+  CHECK_EQ(h.started, 1);
+  pthread_mutex_unlock(&h.mu);
+  CHECK_EQ(spool_destroy(pool), SPOOL_OK);
+  hold_destroy(&h);
+  tally_destroy(&t);
+}
+
 /* spool_shutdown(DISCARD) drops the group's queued tasks: each on_cancel runs, and the group's
  * waiter wakes with SPOOL_ECANCELED while the pool's one worker is still held. */
 static void test_shutdown_discard(void) {
@@ -361,6 +416,7 @@ int main(void) {
   test_cancel_calls_on_cancel();
   test_nested_groups();
   test_group_inside_a_task();
+  test_isolate();
   test_shutdown_discard();
   if (check_report("test_c_group") != 0) return 1;
   printf("test_c_group: all checks passed\n");

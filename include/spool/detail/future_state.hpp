@@ -43,6 +43,9 @@ class state_base {
 
   // Sets k_waited_worker; returns true if the state was already ready (then nothing was set).
   bool mark_waited_by_worker() noexcept;
+  // The waiter will not take the task back (state_base::wait): the library's own one-task
+  // submissions from outside (an algorithm's whole run), which must run on a worker.
+  void keep_on_workers() noexcept { own_task_ = nullptr; }
   core* owner() const noexcept { return owner_; }
 
  protected:
@@ -55,6 +58,9 @@ class state_base {
   }
 
   std::exception_ptr failure_;
+  // The task that completes this state when both are one object (future_task), for an outside
+  // waiter that takes its own task back (core::run_own_task); null otherwise.
+  task* own_task_ = nullptr;
 
  private:
   void wait_outside(const std::chrono::steady_clock::time_point* deadline) noexcept;
@@ -131,6 +137,7 @@ class future_task final : public task, public state<R> {
   template <class G>
   future_task(core* owner, G&& fn) : state<R>(owner) {
     ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
+    this->own_task_ = this;
   }
   ~future_task() override {}  // fn_ is destroyed by run(), cancel() or destroy()
 

@@ -23,6 +23,9 @@ enum class outcome : unsigned char { completed, failed, cancelled };
 class task {
  public:
   task* next = nullptr;  // link while in the injector; owned by whoever holds the task
+  // The isolation region the task was submitted in (spool::isolate), 0 for none. Set by the
+  // pool when a worker submits it (the worker's current region), read when it runs.
+  std::uintptr_t isolation = 0;
 
   // Runs the work. Returns outcome::failed if it threw (the exception has gone to the task's
   // future or to the pool's exception handler by then).

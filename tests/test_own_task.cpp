@@ -1,0 +1,140 @@
+// A thread outside the pool that waits on the future of a task it submitted runs the task
+// itself when no worker has taken it yet and it is the oldest in the thread's producer slot
+// (src/README.md, "An outside waiter runs its own task"). The result is delivered, the task
+// runs exactly once, the statistics count it, and a producer's tasks still start in order.
+#include <gtest/gtest.h>
+
+#include <spool/spool.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "stress_scale.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace spool_test;
+
+// Every worker held: the task can only run if the waiter runs it.
+TEST(OwnTask, WaiterRunsItsTaskWhileTheWorkersAreBusy) {
+  spool::pool p(pool_config(1));
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  const std::thread::id me = std::this_thread::get_id();
+  spool::future<std::thread::id> f = p.submit([] { return std::this_thread::get_id(); });
+  EXPECT_EQ(f.get(), me);
+  spool::future<void> g = p.submit([] { throw std::runtime_error("inline"); });
+  EXPECT_THROW(g.get(), std::runtime_error);
+  release.open();
+  p.wait_idle();
+  const spool::stats s = p.statistics();
+  EXPECT_EQ(s.submitted, 3u);
+  EXPECT_EQ(s.completed, 2u);
+  EXPECT_EQ(s.failed, 1u);
+}
+
+// A task run by its waiter cannot wait for the pool to go idle: it would wait for itself.
+TEST(OwnTask, WaitIdleFromATaskRunByItsWaiterReportsWouldDeadlock) {
+  spool::pool p(pool_config(1));
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  const std::thread::id me = std::this_thread::get_id();
+  spool::future<bool> f = p.submit([&p, me] {
+    EXPECT_EQ(std::this_thread::get_id(), me);
+    return error_code_of([&p] { p.wait_idle(); }) == spool::errc::would_deadlock;
+  });
+  EXPECT_TRUE(f.get());
+  release.open();
+}
+
+// A task behind older ones of the same producer is not taken back: the worker runs the older
+// one first and holds the rest in its batch, so the waiter waits; order is kept.
+TEST(OwnTask, NotTakenBackPastOlderTasksOfTheSameProducer) {
+  spool::pool p(pool_config(1));
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  std::atomic<int> step{0};
+  int older_at = -1;
+  p.post([&] { older_at = step++; });
+  spool::future<int> f = p.submit([&] { return step++; });
+  std::thread releaser([&] { release.open(); });
+  const int mine_at = f.get();
+  releaser.join();
+  EXPECT_EQ(older_at, 0);
+  EXPECT_EQ(mine_at, 1);
+}
+
+// Paths that never take a task back: a bounded pool (no producer slots), and high or low
+// priority (the shared queue). The workers run those.
+TEST(OwnTask, BoundedPoolsAndOtherPrioritiesRunOnAWorker) {
+  const std::thread::id me = std::this_thread::get_id();
+  {
+    spool::pool p(pool_config(1, 64));
+    EXPECT_NE(p.submit([] { return std::this_thread::get_id(); }).get(), me);
+  }
+  spool::pool p(pool_config(1));
+  EXPECT_NE(p.submit(spool::priority::high, [] { return std::this_thread::get_id(); }).get(), me);
+  EXPECT_NE(p.submit(spool::priority::low, [] { return std::this_thread::get_id(); }).get(), me);
+  // Waiting from another thread than the submitter: the task is not in the waiter's slot.
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  spool::future<std::thread::id> f = p.submit([] { return std::this_thread::get_id(); });
+  std::thread::id ran_on, other_id;
+  std::thread other([&] {
+    other_id = std::this_thread::get_id();
+    ran_on = f.get();
+  });
+  release.open();
+  other.join();
+  EXPECT_NE(ran_on, other_id);
+  EXPECT_NE(ran_on, me);
+}
+
+// Outside threads submitting and waiting, round trip after round trip, racing the workers
+// (which steal from the same slots): every task runs exactly once and delivers its result.
+TEST(OwnTask, StressWaitersRaceStealingWorkers) {
+  const int per_thread = stress_iterations(20000);
+  constexpr int producers = 3;
+  spool::pool p(pool_config(2));
+  const std::size_t total = static_cast<std::size_t>(per_thread) * producers;
+  std::unique_ptr<std::atomic<int>[]> runs(new std::atomic<int>[total]);
+  for (std::size_t i = 0; i < total; ++i) runs[i] = 0;
+  std::atomic<std::size_t> wrong{0};
+  std::vector<std::thread> ts;
+  for (int k = 0; k < producers; ++k) {
+    ts.emplace_back([&, k] {
+      for (int i = 0; i < per_thread; ++i) {
+        const std::size_t at =
+            static_cast<std::size_t>(k) * per_thread + static_cast<std::size_t>(i);
+        // Now and then a fire-and-forget task first, so the awaited one is not the oldest.
+        if (i % 7 == 0) p.post([] {});
+        spool::future<std::size_t> f = p.submit([&runs, at] {
+          runs[at].fetch_add(1);
+          return at;
+        });
+        if (f.get() != at) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  p.wait_idle();
+  std::size_t not_once = 0;
+  for (std::size_t i = 0; i < total; ++i) not_once += runs[i].load() != 1;
+  EXPECT_EQ(not_once, 0u);
+  EXPECT_EQ(wrong.load(), 0u);
+  const spool::stats s = p.statistics();
+  EXPECT_EQ(s.completed, s.submitted);
+  EXPECT_EQ(s.queued, 0u);
+}
+
+}  // namespace
