@@ -4,6 +4,10 @@
 // is decided by state (a paused pool with queued work cannot become idle).
 #include <gtest/gtest.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <spool/spool.hpp>
 
 #include <algorithm>
@@ -12,11 +16,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdlib>
 #include <latch>
 #include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -556,6 +562,45 @@ TEST(DefaultPool, IsOnePoolSizedToTheCpus) {
   EXPECT_EQ(pool.thread_count(), spool::allowed_cpus().size());
   EXPECT_EQ(pool.submit([] { return 11; }).get(), 11);
   pool.wait_idle();
+}
+
+// The lifetime at exit, in a child process of its own (this binary again, running only this
+// test, with SPOOL_TEST_DEFAULT_POOL_CHILD set), so that no other test has used the pool first.
+// atexit handlers and static destructors run in the reverse order of their registration: a
+// handler registered before the pool's first use runs after its shutdown and must find it
+// refusing work; one registered after runs before and must find it working.
+std::atomic<int> child_early_ok{0};
+
+void child_early() {  // registered after the first use: the pool still runs
+  child_early_ok = spool::default_pool().submit([] { return 1; }).get();
+}
+
+void child_late() {  // registered before the first use: the pool is shut down, not gone
+  const std::error_code ec = spool::default_pool().try_post([] {});
+  std::_Exit(child_early_ok.load() == 1 && ec == errc::shut_down ? 0 : 3);
+}
+
+TEST(DefaultPool, ShutsDownAtExitAndRefusesWorkAfterwards) {
+  if (std::getenv("SPOOL_TEST_DEFAULT_POOL_CHILD") != nullptr) {
+    std::atexit(child_late);
+    EXPECT_EQ(spool::default_pool().submit([] { return 2; }).get(), 2);
+    std::atexit(child_early);
+    std::exit(4);  // the handlers decide the status; 4 means child_late never ran
+  }
+  char exe[] = "/proc/self/exe";
+  char filter[] = "--gtest_filter=DefaultPool.ShutsDownAtExitAndRefusesWorkAfterwards";
+  char* argv[] = {exe, filter, nullptr};
+  std::vector<std::string> env_strings{"SPOOL_TEST_DEFAULT_POOL_CHILD=1"};
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
