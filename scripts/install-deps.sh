@@ -30,6 +30,8 @@ PACKAGES=(
   libboost-dev   # Boost.Asio thread_pool (header-only)
   gnuplot-nox    # --plot PNG charts
   libbenchmark-dev  # Google Benchmark for bench/micro
+  # libspool: optional; with it, pinned workers steal from near victims first
+  libhwloc-dev   # hwloc (CPU topology: cores, caches, NUMA nodes)
   # spoold: its stores, its tests (real Redis, SQLite, a browser, a fuzzer) and its benchmarks
   libsqlite3-dev   # the embedded guestbook store
   libhiredis-dev   # the Redis guestbook store

@@ -1,9 +1,12 @@
 // core.cpp: the pool's lifecycle (construction, close, shutdown) and its statistics.
 #include "core.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -23,12 +26,32 @@ unsigned max_threads_for(const config& cfg) {
   return cfg.max_threads != 0 ? cfg.max_threads : std::max(min_threads_for(cfg), threads_for(cfg));
 }
 
+unsigned capacity_for(const config& cfg) {
+  return cfg.thread_capacity != 0 ? cfg.thread_capacity : max_threads_for(cfg);
+}
+
 const config& validated(const config& cfg) {
   const unsigned lo = min_threads_for(cfg);
   const unsigned hi = max_threads_for(cfg);
   if (lo < 1 || lo > hi)
     throw error(errc::invalid_argument, "spool: need 1 <= min_threads <= max_threads");
   if (hi > 1u << 16) throw error(errc::invalid_argument, "spool: max_threads above 65536");
+  if (capacity_for(cfg) < hi || capacity_for(cfg) > 1u << 16) {
+    throw error(errc::invalid_argument, "spool: need max_threads <= thread_capacity <= 65536");
+  }
+  if (!cfg.affinity.empty()) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+      throw error(errc::system, "spool: sched_getaffinity failed");
+    }
+    for (unsigned cpu : cfg.affinity) {
+      if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+        throw error(errc::invalid_argument, "spool: affinity names CPU " + std::to_string(cpu) +
+                                                ", which this process may not use");
+      }
+    }
+  }
   if (cfg.defer_period.count() < 0)
     throw error(errc::invalid_argument, "spool: defer_period must be >= 0");
   if (cfg.keep_alive.count() < 0 || cfg.monitor_min_interval.count() <= 0 ||
@@ -54,9 +77,9 @@ core::core(const config& cfg)
     : cfg_(validated(cfg)),
       min_threads_(min_threads_for(cfg)),
       max_threads_(max_threads_for(cfg)),
-      workers_(*this, max_threads_),
+      workers_(*this, capacity_for(cfg)),
       queues_(cfg_, workers_, sleep_),
-      threads_(cfg_, min_threads_, max_threads_, workers_, queues_),
+      threads_(cfg_, min_threads_, max_threads_, capacity_for(cfg), workers_, queues_),
       sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_),
       idle_(workers_, queues_.slots()) {
   for (unsigned i = 0; i < min_threads_; ++i) {
@@ -81,6 +104,62 @@ std::error_code core::wait_idle() noexcept {
   return {};
 }
 
+std::error_code core::wait_idle_until(std::chrono::steady_clock::time_point deadline,
+                                      bool* idle) noexcept {
+  if (is_own_worker()) return errc::would_deadlock;
+  sleep_.outside_sleeps();
+  *idle = idle_.wait_until(deadline);
+  return {};
+}
+
+std::error_code core::resize(unsigned min_threads, unsigned max_threads) noexcept {
+  const std::error_code ec = threads_.resize(min_threads, max_threads);
+  if (ec == errc::invalid_argument) return ec;
+  // Workers that parked without a deadline (at or below the old min) or with one computed
+  // from the old bounds look again: above the new max they retire at once, above the new min
+  // after keep_alive (rest()).
+  sleep_.wake_all();
+  return ec;
+}
+
+std::error_code core::pause() noexcept {
+  std::lock_guard lock(pause_mu_);
+  if (stopping_) return errc::shut_down;
+  // Before the gate closes: the monitor must not take held workers for stalled ones.
+  threads_.hold_growth(true);
+  gate_.fetch_or(k_gate_paused, std::memory_order_seq_cst);
+  return {};
+}
+
+void core::resume() noexcept {
+  {
+    std::lock_guard lock(pause_mu_);
+    if ((gate_.load(std::memory_order_relaxed) & k_gate_paused) == 0) return;
+    gate_.fetch_and(~k_gate_paused, std::memory_order_seq_cst);
+    threads_.hold_growth(false);
+  }
+  pause_cv_.notify_all();
+  // Submissions made while paused woke at most one sleeper each, and a worker holding a task
+  // passed no baton on: wake one for the queued work, and it passes the baton in turn.
+  sleep_.wake_for_surplus();
+}
+
+bool core::pass_gate(worker* w, task* t) noexcept {
+  // The gate is closed (paused or discarding). A pause holds this thread, with t, until
+  // resume() or shutdown() opens it under pause_mu_; the predicate reads the gate under the
+  // same mutex, so no opening is missed. Tasks it held count as neither queued nor running.
+  if ((gate_.load(std::memory_order_acquire) & k_gate_paused) != 0) {
+    std::unique_lock lock(pause_mu_);
+    pause_cv_.wait(lock,
+                   [this] { return (gate_.load(std::memory_order_relaxed) & k_gate_paused) == 0; });
+  }
+  if (discarding()) {
+    drop(w, t);
+    return false;
+  }
+  return true;
+}
+
 void core::wait_quiescent() noexcept {
   sleep_.outside_sleeps();  // only outside threads get here: wait_idle and shutdown refuse workers
   idle_.wait();
@@ -100,12 +179,20 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
   if (!joined_) {
     // Discarding is decided before the close is announced: whoever learns that the pool is
     // shut down (a producer woken with shut_down) can rely on queued tasks never running.
-    if (mode == shutdown_mode::discard) discarding_.store(true, std::memory_order_seq_cst);
+    if (mode == shutdown_mode::discard)
+      gate_.fetch_or(k_gate_discarding, std::memory_order_seq_cst);
     close();
     // The injector is closed and worker submissions are refused, so this sweep only shrinks
-    // the queues. A running task may still push after it (it read discarding_ just before it
+    // the queues. A running task may still push after it (it read the gate just before it
     // was set); execute() cancels such a task when a worker takes it.
     if (mode == shutdown_mode::discard) queues_.drain([this](task* t) { drop(nullptr, t); });
+    // A paused pool is resumed for good: held tasks run (drain) or are dropped (discard), and
+    // no later pause() can stop the drain.
+    {
+      std::lock_guard pause_lock(pause_mu_);
+      stopping_ = true;
+    }
+    resume();
     // Draining or discarding, every accepted task leaves through execute() or drop(), which
     // count it finished; quiescent means nothing is queued or running, so nothing can be added.
     wait_quiescent();

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -70,6 +71,17 @@ class core {
   // errc::would_deadlock from one of this pool's workers; otherwise joins.
   std::error_code shutdown(shutdown_mode mode, std::size_t* dropped) noexcept;
   stats snapshot() const noexcept;
+  // pool::resize, pause, resume, paused, wait_idle_for (core.cpp).
+  std::error_code resize(unsigned min_threads, unsigned max_threads) noexcept;
+  std::error_code pause() noexcept;
+  void resume() noexcept;
+  bool paused() const noexcept {
+    return (gate_.load(std::memory_order_acquire) & k_gate_paused) != 0;
+  }
+  // errc::would_deadlock from a worker; otherwise *idle says whether the pool became idle
+  // before the deadline.
+  std::error_code wait_idle_until(std::chrono::steady_clock::time_point deadline,
+                                  bool* idle) noexcept;
   std::size_t thread_count() const noexcept { return threads_.live(); }
   bool is_own_worker() const noexcept { return own_worker() != nullptr; }
   void report_exception(std::exception_ptr e) noexcept;
@@ -145,7 +157,8 @@ class core {
   // No task, and spinning gave up: announce, look once more, then sleep, retire or exit.
   enum class rest_end : unsigned char { looked, retired, terminate };
   rest_end rest(worker& w, bool& searching) noexcept;
-  // Runs or, while discarding, cancels t; w is null for a thread outside the pool.
+  // Runs or, while discarding, cancels t; w is null for a thread outside the pool. While the
+  // pool is paused it first waits for resume() (or a discarding shutdown).
   void execute(worker* w, task* t) noexcept;
   // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
   void tally_outcome(worker* w, outcome how) noexcept;
@@ -155,6 +168,9 @@ class core {
     return w.isolation == 0 ? queues_.find_task(w)
                             : queues_.find_isolated(w, w.isolation, !last_look);
   }
+  // execute()'s slow path, taken when the gate is not open: false if t was dropped (discarding),
+  // true once it may run (after waiting out a pause).
+  bool pass_gate(worker* w, task* t) noexcept;
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).
   outcome run_ticket(range_ticket& t) noexcept;
@@ -184,8 +200,19 @@ class core {
 
   // Read on every submission and every task; written only by close() and shutdown().
   alignas(64) std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
-  std::atomic<bool> discarding_{false};  // shutdown(discard): cancel instead of run
-  std::mutex shutdown_mu_;               // serialises shutdown(); guards joined_
+  // The gate every task passes in execute(): 0 (open) on the fast path, one load. Bits:
+  // discarding (shutdown(discard): cancel instead of run, set once, never cleared) and paused
+  // (pause() until resume(); changed under pause_mu_, which execute's waiters sleep on).
+  static constexpr std::uint32_t k_gate_discarding = 1;
+  static constexpr std::uint32_t k_gate_paused = 2;
+  std::atomic<std::uint32_t> gate_{0};
+  bool discarding() const noexcept {
+    return (gate_.load(std::memory_order_acquire) & k_gate_discarding) != 0;
+  }
+  std::mutex pause_mu_;
+  std::condition_variable pause_cv_;  // resume() or shutdown(): paused workers look again
+  bool stopping_ = false;             // shutdown() began: pause() refused; guarded by pause_mu_
+  std::mutex shutdown_mu_;            // serialises shutdown(); guards joined_
   bool joined_ = false;
   // Statistics, written by submitters outside the pool: off the flags' line.
   alignas(64) std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share

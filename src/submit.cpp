@@ -22,7 +22,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     // From inside the pool: the worker's own deque (or, for another priority, the injector
     // past its bound), never blocking. Accepted while draining (it is part of finishing
     // queued work); refused while discarding.
-    if (discarding_.load(std::memory_order_acquire)) return refuse(w, t, errc::shut_down);
+    if (discarding()) return refuse(w, t, errc::shut_down);
     t->isolation = w->isolation;
     if (p == priority::normal) {
       try {
@@ -127,7 +127,7 @@ std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n)
   // follows the count with a full barrier, once for the batch (see submit_to_slot).
   if (w != nullptr) {
     idle_.tally(w, &counters::submitted, n);
-    return discarding_.load(std::memory_order_acquire) ? errc::shut_down : std::error_code{};
+    return discarding() ? errc::shut_down : std::error_code{};
   }
   add_owned(slot->entered, n);
   sleep_.note_outside();

@@ -62,7 +62,8 @@ typedef enum spool_scale_cause {
   SPOOL_SCALE_LOAD,        /* work waiting, no worker making progress */
   SPOOL_SCALE_BLOCKING,    /* a worker entered a blocking region */
   SPOOL_SCALE_IDLE,        /* idle for keep_alive above min_threads */
-  SPOOL_SCALE_SHUTDOWN     /* the pool shut down */
+  SPOOL_SCALE_SHUTDOWN,    /* the pool shut down */
+  SPOOL_SCALE_RESIZE       /* spool_resize raised min_threads or lowered max_threads */
 } spool_scale_cause;
 
 typedef struct spool_scale_event {
@@ -90,6 +91,18 @@ typedef struct spool_config {
   /* Told of every thread start and retirement (may be NULL). */
   void (*on_scale)(const spool_scale_event* event, void* arg);
   void* on_scale_arg;
+  /* ---- worker hooks, placement, run-time bounds (see spool::config) ---- */
+  /* Called on each worker thread itself, with its index: on_worker_start before its first
+   * task, on_worker_stop after its last (retirement or shutdown); once each per thread. Either
+   * may be NULL. They must not resize, pause, resume, wait on, shut down or destroy the pool. */
+  void (*on_worker_start)(unsigned worker_index, void* arg);
+  void (*on_worker_stop)(unsigned worker_index, void* arg);
+  void* worker_hook_arg;
+  /* CPU ids; worker i is pinned to affinity[i % affinity_count] (copied at spool_create).
+   * NULL and 0: not pinned. An id this process may not use: SPOOL_EINVAL. */
+  const unsigned* affinity;
+  size_t affinity_count;
+  unsigned thread_capacity; /* the most threads spool_resize may allow; 0 = max_threads */
 } spool_config;
 
 typedef struct spool_stats {
@@ -171,6 +184,36 @@ int spool_worker_index(void);
 
 /* A static English description of a SPOOL_E* code. */
 const char* spool_strerror(int code);
+
+/* ---- run-time control and the process-wide pool (see spool::pool in spool.hpp) ---- */
+
+/* Changes the elastic bounds: threads start at once up to min_threads; threads above
+ * max_threads retire as each finds no work (a running task is never interrupted). SPOOL_EINVAL
+ * unless 1 <= min_threads <= max_threads <= thread_capacity (bounds unchanged),
+ * SPOOL_ESHUTDOWN after shutdown, SPOOL_ESYSTEM if a thread could not start. */
+int spool_resize(spool_pool* pool, unsigned min_threads, unsigned max_threads);
+
+/* Pause: until spool_resume, no task starts; running ones finish; submissions are still
+ * accepted and queued. Shutdown and spool_destroy resume a paused pool first (drain runs the
+ * queued tasks, discard drops them). SPOOL_ESHUTDOWN once shutdown has begun. */
+int spool_pause(spool_pool* pool);
+int spool_resume(spool_pool* pool);
+/* 1 if paused, 0 if not, SPOOL_EINVAL for NULL. */
+int spool_is_paused(const spool_pool* pool);
+
+/* As spool_wait_idle for at most timeout_ms (< 0: forever): SPOOL_OK if the pool became
+ * idle, SPOOL_ETIMEDOUT if tasks were still queued or running (always, while paused with work
+ * queued), SPOOL_EDEADLK from a worker of this pool. */
+int spool_wait_idle_for(spool_pool* pool, long timeout_ms);
+
+/* The process-wide pool (spool::default_pool(), the same pool), created on first use with
+ * one worker per CPU; NULL if it could not be created. It is shut down, draining, at exit,
+ * and never freed: spool_shutdown and spool_destroy refuse it (SPOOL_EINVAL). */
+spool_pool* spool_default_pool(void);
+
+/* The CPUs this process may use, ascending: writes up to cap ids to cpus and returns how many
+ * there are (which may exceed cap). For spool_config.affinity. */
+size_t spool_allowed_cpus(unsigned* cpus, size_t cap);
 
 /* ---- task groups ---- */
 

@@ -28,6 +28,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/task.hpp"
@@ -68,6 +69,7 @@ struct scale_event {
     blocking,  // a worker entered a blocking_region
     idle,      // idle for keep_alive with more than min_threads live
     shutdown,  // the pool shut down
+    resize,    // pool::resize raised min_threads, or lowered max_threads below the live count
   };
   kind what;
   cause why;
@@ -127,6 +129,29 @@ struct config {
   // for tasks that block. 0 turns deferral off: every submission that finds the workers busy
   // and one asleep wakes it.
   std::chrono::microseconds defer_period = std::chrono::milliseconds(1);
+
+  // ---- Worker hooks, placement, run-time bounds ----
+  // Called on each worker thread itself, with its index (this_worker_index()): on_worker_start
+  // before the thread runs its first task (after its name and CPU affinity are set), and
+  // on_worker_stop after its last, when it retires or the pool shuts down. Every thread that
+  // starts, elastic growth included, gets exactly one of each. For thread-local set-up,
+  // naming, tracing. In on_worker_start the thread is already the pool's worker (a task it
+  // submits goes to its own deque); in on_worker_stop it no longer is (a submission goes in
+  // as from outside, and is refused once the pool is shutting down). Neither may call the
+  // pool's resize(), pause(), resume(), wait_idle() or shutdown(), nor destroy it. An exception
+  // is reported to stderr and ignored, as on_scale's.
+  std::function<void(unsigned worker_index)> on_worker_start = {};
+  std::function<void(unsigned worker_index)> on_worker_stop = {};
+  // CPU ids to pin the workers to: worker i runs only on affinity[i % affinity.size()] (so
+  // the list is used round-robin; allowed_cpus() gives every CPU this process may use). Empty:
+  // workers are not pinned. An id outside the process's CPU set (sched_getaffinity) gives
+  // errc::invalid_argument at construction. Pinned workers steal first from workers whose
+  // CPUs share a core, then a last-level cache, then a NUMA node, when libspool was built with
+  // hwloc (spool::topology_aware() says); otherwise every victim is equally near.
+  std::vector<unsigned> affinity = {};
+  // The most threads pool::resize() may ever allow: worker slots for this many are set aside
+  // at construction. 0 means max_threads. Must be >= max_threads.
+  unsigned thread_capacity = 0;
 };
 
 // A snapshot of the pool's counters. Each field is read atomically, but the fields are not
@@ -288,6 +313,33 @@ class pool {
   // True if the calling thread is one of this pool's workers.
   bool is_worker() const noexcept;
 
+  // ---- Run-time control ----
+  // Changes the elastic bounds to [min_threads, max_threads]. Threads start at once up to the
+  // new min_threads (scale_event::cause::resize). Above the new max_threads, each thread
+  // retires the next time it finds no work (cause::resize): a running task is never
+  // interrupted, so a busy pool may stay above max until its queued work runs out. Between
+  // the bounds, idle threads retire after keep_alive as usual. Throws spool::error with
+  // errc::invalid_argument unless 1 <= min_threads <= max_threads <= config::thread_capacity
+  // (the bounds are then unchanged), errc::shut_down after shutdown, errc::system if a thread
+  // could not be started (the bounds are changed all the same).
+  void resize(unsigned min_threads, unsigned max_threads);
+  // Pause: from its return until resume(), no task starts. Running tasks finish; submissions
+  // are still accepted and queued (the bound and its policy apply; caller_runs waits for
+  // resume). Each worker that finds a task meanwhile holds it and waits; on resume() every
+  // held and queued task runs. While paused, wait_idle() returns only if nothing is queued or
+  // running (else at resume, once the work is done) and wait_idle_for() times out. A task
+  // that waits inside (a future, a group) for a task not yet started waits until resume.
+  // shutdown() and the destructor resume a paused pool first (drain runs the queued tasks,
+  // discard drops them), so they never hang on a pause; pause() after shutdown has begun
+  // throws spool::error(errc::shut_down). Pausing twice is the same as once. Fork/join's
+  // second half, run by its own forking task, is part of that task, not a new one.
+  void pause();
+  void resume() noexcept;
+  bool paused() const noexcept;
+  // As wait_idle(), for at most `timeout`: true if the pool became idle, false if tasks were
+  // still queued or running when the time ran out. errc::would_deadlock from a worker.
+  bool wait_idle_for(std::chrono::nanoseconds timeout);
+
  private:
   friend class task_group;  // submits its own task type (spool/task_group.hpp)
   friend struct detail::pool_access;
@@ -319,10 +371,32 @@ class pool {
   }
 
   detail::core* core_;
+
+  // default_pool(): a pool face over a core that the C API's default pool owns.
+  friend pool& default_pool();
+  struct borrowed_core {};
+  pool(borrowed_core, detail::core* c) noexcept;
+  bool owns_core_ = true;
 };
 
 // The calling thread's position in its pool: 0..max_threads-1 on a worker, -1 elsewhere.
 int this_worker_index() noexcept;
+
+// ---- Process-wide pool and placement helpers ----
+// A pool for the whole process, created on first use (thread-safe) with default settings: a
+// fixed pool of one worker per CPU this process may use, named "spool-def". At exit (an
+// atexit handler registered at creation) it is shut down draining: queued tasks run, the
+// threads are joined. The object itself is never freed, so code running after that (a static
+// object's destructor whose object was constructed before the pool's first use) still gets a
+// valid pool, one that refuses submissions with errc::shut_down; a static destructor that
+// runs before the handler finds the pool working. exit() called from one of its tasks leaves
+// its threads running while the process ends (a worker cannot join itself).
+pool& default_pool();
+// The CPUs this process may run on (sched_getaffinity), in increasing order: a ready
+// config::affinity that pins one worker to each.
+std::vector<unsigned> allowed_cpus();
+// Whether libspool was built with hwloc, so that pinned workers steal from near victims first.
+bool topology_aware() noexcept;
 
 // Marks the calling task as about to block (I/O, a lock, a latch) for the object's lifetime.
 // On a worker of an elastic pool, the pool starts a compensating thread at once (up to

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "api/c_task.hpp"
+#include "api/default_pool.hpp"
 #include "core.hpp"
 #include "spool/spool.h"
 
@@ -41,6 +43,18 @@ spool::config to_cpp(const spool_config& c) {
       fn(&ce, arg);
     };
   }
+  if (c.on_worker_start != nullptr) {
+    cfg.on_worker_start = [fn = c.on_worker_start, arg = c.worker_hook_arg](unsigned i) {
+      fn(i, arg);
+    };
+  }
+  if (c.on_worker_stop != nullptr) {
+    cfg.on_worker_stop = [fn = c.on_worker_stop, arg = c.worker_hook_arg](unsigned i) {
+      fn(i, arg);
+    };
+  }
+  if (c.affinity_count != 0) cfg.affinity.assign(c.affinity, c.affinity + c.affinity_count);
+  cfg.thread_capacity = c.thread_capacity;
   return cfg;
 }
 
@@ -72,6 +86,12 @@ void spool_config_init(spool_config* cfg) {
   cfg->defer_period_us = static_cast<unsigned>(defaults.defer_period.count());
   cfg->on_scale = nullptr;
   cfg->on_scale_arg = nullptr;
+  cfg->on_worker_start = nullptr;
+  cfg->on_worker_stop = nullptr;
+  cfg->worker_hook_arg = nullptr;
+  cfg->affinity = nullptr;
+  cfg->affinity_count = 0;
+  cfg->thread_capacity = defaults.thread_capacity;
 }
 
 int spool_create(const spool_config* cfg, spool_pool** out) {
@@ -86,6 +106,7 @@ int spool_create(const spool_config* cfg, spool_pool** out) {
   int policy;
   std::memcpy(&policy, &c.on_full, sizeof policy);
   if (policy < SPOOL_FULL_BLOCK || policy > SPOOL_FULL_DISCARD_OLDEST) return SPOOL_EINVAL;
+  if (c.affinity == nullptr && c.affinity_count != 0) return SPOOL_EINVAL;
   try {
     *out = new spool_pool(to_cpp(c));
   } catch (const spool::error& e) {
@@ -163,7 +184,7 @@ int spool_close(spool_pool* pool) {
 }
 
 int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped) {
-  if (pool == nullptr) return SPOOL_EINVAL;
+  if (pool == nullptr || spool::detail::is_default_pool(pool)) return SPOOL_EINVAL;
   static_assert(sizeof(spool_shutdown_mode) == sizeof(int));
   int m;
   std::memcpy(&m, &mode, sizeof m);
@@ -172,7 +193,7 @@ int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped) 
 }
 
 int spool_destroy(spool_pool* pool) {
-  if (pool == nullptr) return SPOOL_EINVAL;
+  if (pool == nullptr || spool::detail::is_default_pool(pool)) return SPOOL_EINVAL;
   if (int rc = to_c(pool->core.shutdown(spool::shutdown_mode::drain, nullptr)); rc != SPOOL_OK) {
     return rc;
   }
@@ -201,6 +222,55 @@ int spool_get_stats(const spool_pool* pool, spool_stats* out) {
 }
 
 int spool_worker_index(void) { return spool::this_worker_index(); }
+
+int spool_resize(spool_pool* pool, unsigned min_threads, unsigned max_threads) {
+  if (pool == nullptr) return SPOOL_EINVAL;
+  return to_c(pool->core.resize(min_threads, max_threads));
+}
+
+int spool_pause(spool_pool* pool) {
+  if (pool == nullptr) return SPOOL_EINVAL;
+  return to_c(pool->core.pause());
+}
+
+int spool_resume(spool_pool* pool) {
+  if (pool == nullptr) return SPOOL_EINVAL;
+  pool->core.resume();
+  return SPOOL_OK;
+}
+
+int spool_is_paused(const spool_pool* pool) {
+  if (pool == nullptr) return SPOOL_EINVAL;
+  return pool->core.paused() ? 1 : 0;
+}
+
+int spool_wait_idle_for(spool_pool* pool, long timeout_ms) {
+  if (pool == nullptr) return SPOOL_EINVAL;
+  if (timeout_ms < 0) return to_c(pool->core.wait_idle());
+  bool idle = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (int rc = to_c(pool->core.wait_idle_until(deadline, &idle)); rc != SPOOL_OK) return rc;
+  return idle ? SPOOL_OK : SPOOL_ETIMEDOUT;
+}
+
+spool_pool* spool_default_pool(void) {
+  try {
+    return spool::detail::default_c_pool();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+size_t spool_allowed_cpus(unsigned* cpus, size_t cap) {
+  std::vector<unsigned> all;
+  try {
+    all = spool::allowed_cpus();
+  } catch (...) {
+    return 0;
+  }
+  if (cpus != nullptr) std::copy_n(all.begin(), std::min(cap, all.size()), cpus);
+  return all.size();
+}
 
 void spool_blocking_begin(void) { spool::detail::blocking_begin(); }
 

@@ -59,7 +59,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   right.owner_ = this;
   idle_.tally(w, &counters::submitted, 1);
   std::error_code refused;
-  if (discarding_.load(std::memory_order_acquire)) {
+  if (discarding()) {
     refused = errc::shut_down;
   } else {
     right.isolation = w->isolation;
@@ -99,7 +99,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
     }
     // Popped back: no other thread took it, and none will, so no exchange or wake-up is
     // needed; the call runs here as execute() would run it.
-    if (discarding_.load(std::memory_order_acquire)) {
+    if (discarding()) {
       drop(w, t);
       return false;
     }

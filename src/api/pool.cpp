@@ -10,7 +10,10 @@ namespace spool {
 
 pool::pool(config cfg) : core_(new detail::core(cfg)) {}
 
+pool::pool(borrowed_core, detail::core* c) noexcept : core_(c), owns_core_(false) {}
+
 pool::~pool() {
+  if (!owns_core_) return;
   if (core_->is_own_worker() || core_->runs_own_task_here()) {
     std::fputs("spool: a pool was destroyed by one of its own tasks; that cannot finish\n", stderr);
     std::terminate();
@@ -53,6 +56,28 @@ stats pool::statistics() const noexcept { return core_->snapshot(); }
 std::size_t pool::thread_count() const noexcept { return core_->thread_count(); }
 
 bool pool::is_worker() const noexcept { return core_->is_own_worker(); }
+
+void pool::resize(unsigned min_threads, unsigned max_threads) {
+  throw_if_error(core_->resize(min_threads, max_threads));
+}
+
+void pool::pause() { throw_if_error(core_->pause()); }
+
+void pool::resume() noexcept { core_->resume(); }
+
+bool pool::paused() const noexcept { return core_->paused(); }
+
+bool pool::wait_idle_for(std::chrono::nanoseconds timeout) {
+  bool idle = false;
+  const auto now = std::chrono::steady_clock::now();
+  // Clamp: a huge timeout waits for good rather than overflowing the deadline.
+  const auto deadline =
+      timeout >= std::chrono::steady_clock::time_point::max() - now
+          ? std::chrono::steady_clock::time_point::max()
+          : now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
+  throw_if_error(core_->wait_idle_until(deadline, &idle));
+  return idle;
+}
 
 int this_worker_index() noexcept {
   detail::worker* w = detail::current_worker();

@@ -166,10 +166,16 @@ outcome core::run_ticket(range_ticket& t) noexcept {
   const outcome mine =
       job.run(*this, t.own_, t.own_ + 1) == 0 ? outcome::completed : outcome::failed;
   std::size_t lo = 0, hi = 0;
-  while (!discarding_.load(std::memory_order_acquire)) {
+  for (;;) {
+    // One load of the gate per chunk: a discarding shutdown stops
+    // the ticket; a pause hands the rest to a fresh ticket, which waits at the gate (no new
+    // chunk starts while paused).
+    const std::uint32_t gate = gate_.load(std::memory_order_acquire);
+    if ((gate & k_gate_discarding) != 0) break;
     // Work of higher priority waits: hand the rest to a fresh ticket behind it and return.
     const injector& shared = queues_.shared();
-    if (!shared.empty() && shared.queued(priority::high) != 0 && leave_ticket(t, w)) {
+    if ((gate != 0 || (!shared.empty() && shared.queued(priority::high) != 0)) &&
+        leave_ticket(t, w)) {
       sleep_.notify_worker();
       break;
     }

@@ -78,9 +78,9 @@ bool sizer::pool_idle() const noexcept {
 void sizer::monitor_main() noexcept {
   name_this_thread(cfg_.name + "-mon");
   using clock = std::chrono::steady_clock;
-  std::vector<std::int64_t> last_cpu(max_threads_, -1);
+  std::vector<std::int64_t> last_cpu(capacity_, -1);
   std::vector<int> stalled;  // thread ids of busy workers that used little CPU
-  stalled.reserve(max_threads_);
+  stalled.reserve(capacity_);
   auto interval = cfg_.monitor_min_interval;
   clock::time_point last_check = clock::now();
   bool active = true;  // the pool starts with min_threads idle workers, but look once
@@ -135,10 +135,13 @@ void sizer::monitor_main() noexcept {
       }
     }
     bool grew = false;
-    if (idle == 0 && running < min_threads_ && work_.has_work()) {
+    // A paused pool's workers hold their tasks without running them: not a stall.
+    const unsigned min_threads = min_threads_.load(std::memory_order_relaxed);
+    if (idle == 0 && running < min_threads && !growth_held_.load(std::memory_order_relaxed) &&
+        work_.has_work()) {
       // Confirm with the scheduler: preempted (runnable) threads are not blocked.
       for (int tid : stalled) running += runnable(tid) ? 1 : 0;
-      if (running < min_threads_) grew = !grow(scale_event::cause::load);
+      if (running < min_threads) grew = !grow(scale_event::cause::load);
     }
 
     lock.lock();

@@ -19,11 +19,12 @@ void name_this_thread(std::string name) noexcept {
   pthread_setname_np(pthread_self(), name.c_str());
 }
 
-sizer::sizer(const config& cfg, unsigned min_threads, unsigned max_threads, roster& workers,
-             const queues& work) noexcept
+sizer::sizer(const config& cfg, unsigned min_threads, unsigned max_threads, unsigned capacity,
+             roster& workers, const queues& work) noexcept
     : cfg_(cfg),
       min_threads_(min_threads),
       max_threads_(max_threads),
+      capacity_(capacity),
       keep_alive_(cfg.keep_alive),
       workers_(workers),
       work_(work) {}
@@ -34,7 +35,9 @@ std::error_code sizer::grow(scale_event::cause why) noexcept {
   {
     std::lock_guard lock(scale_mu_);
     if (terminate_.load(std::memory_order_relaxed)) return errc::shut_down;
-    if (live_.load(std::memory_order_relaxed) >= max_threads_) return errc::full;
+    if (live_.load(std::memory_order_relaxed) >= max_threads_.load(std::memory_order_relaxed)) {
+      return errc::full;
+    }
     // A free slot, else a retired one (joined here: its thread has left the worker loop and
     // at most runs its on_scale callback), else a new one. live < max guarantees one exists.
     worker* w = nullptr;
@@ -89,12 +92,61 @@ void sizer::start_monitor() {
   if (elastic()) monitor_ = std::thread([this] { monitor_main(); });
 }
 
+std::error_code sizer::resize(unsigned lo, unsigned hi) noexcept {
+  if (lo < 1 || lo > hi || hi > capacity_) return errc::invalid_argument;
+  {
+    std::lock_guard lock(scale_mu_);
+    // Under the lock: begin_stop() sets terminate under it too, so after it no monitor starts
+    // and stop() sees the one that did.
+    if (terminate_.load(std::memory_order_relaxed)) return errc::shut_down;
+    min_threads_.store(lo, std::memory_order_relaxed);
+    max_threads_.store(hi, std::memory_order_relaxed);
+    resized_at_.store(thread_slot::clock::now().time_since_epoch().count(),
+                      std::memory_order_relaxed);
+    if (elastic() && !monitor_.joinable()) {
+      try {
+        start_monitor();
+      } catch (...) {
+        return errc::system;
+      }
+    }
+  }
+  // Up to the new min. Another resize may lower max meanwhile: grow() then says full.
+  while (live_.load(std::memory_order_relaxed) < min_threads_.load(std::memory_order_relaxed)) {
+    const std::error_code ec = grow(scale_event::cause::resize);
+    if (ec == errc::full) break;
+    if (ec) return ec;
+  }
+  return {};
+}
+
+void sizer::call_worker_hook(const std::function<void(unsigned)>& hook, unsigned index,
+                             const char* which) noexcept {
+  try {
+    hook(index);
+  } catch (...) {
+    std::fprintf(stderr, "spool: the %s hook threw; ignored\n", which);
+  }
+}
+
 void sizer::thread_began(worker& w) noexcept {
   clockid_t cpu;
   if (pthread_getcpuclockid(pthread_self(), &cpu) == 0) {
     w.thread.cpu_clock.store(static_cast<int>(cpu), std::memory_order_relaxed);
   }
   w.thread.tid.store(static_cast<int>(gettid()), std::memory_order_relaxed);
+  if (!cfg_.affinity.empty()) {
+    // The ids were checked against the process's CPU set at construction; the set may have
+    // shrunk since (sched_setaffinity by someone else): then the thread runs unpinned.
+    const unsigned cpu = cfg_.affinity[w.index % cfg_.affinity.size()];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+      std::fprintf(stderr, "spool: could not pin worker %u to CPU %u; it runs unpinned\n", w.index,
+                   cpu);
+    }
+  }
   // A new thread counts as idle from its start: one that finds nothing to do (the work that
   // started it was taken by another) still waits keep_alive before it retires.
   w.thread.was_idle = true;
@@ -106,19 +158,24 @@ void sizer::thread_ends(worker& w, bool retired) noexcept {
   if (!retired) live_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool sizer::try_retire(worker& w) noexcept {
+bool sizer::try_retire(worker& w, scale_event::cause why) noexcept {
   unsigned live_after;
   {
     std::lock_guard lock(scale_mu_);
-    // At terminate, stop() joins every thread itself; below min nobody retires.
+    // At terminate, stop() joins every thread itself; below min nobody retires, and a retirement
+    // for resize only while there are more threads than max.
     if (terminate_.load(std::memory_order_relaxed)) return false;
-    if (live_.load(std::memory_order_relaxed) <= min_threads_) return false;
+    const std::uint32_t live = live_.load(std::memory_order_relaxed);
+    if (live <= min_threads_.load(std::memory_order_relaxed)) return false;
+    if (why == scale_event::cause::resize && live <= max_threads_.load(std::memory_order_relaxed)) {
+      return false;
+    }
     live_after = live_.fetch_sub(1, std::memory_order_relaxed) - 1;
     threads_retired_.fetch_add(1, std::memory_order_relaxed);
     w.thread.state = thread_slot::state_kind::retired;
     w.thread.active.store(false, std::memory_order_relaxed);
   }
-  emit(scale_event::kind::retired, scale_event::cause::idle, w.index, live_after);
+  emit(scale_event::kind::retired, why, w.index, live_after);
   {
     std::lock_guard lock(monitor_mu_);
     monitor_join_ = true;
@@ -141,7 +198,8 @@ void sizer::enter_blocking(worker& w) noexcept {
   const std::uint32_t blocked = blocked_.fetch_add(1, std::memory_order_relaxed) + 1;
   // Keep min_threads workers free to run: start a compensating thread now rather than wait
   // for the monitor to notice the stall. It retires after keep_alive once it is not needed.
-  if (elastic() && live_.load(std::memory_order_relaxed) < min_threads_ + blocked) {
+  if (elastic() && live_.load(std::memory_order_relaxed) <
+                       min_threads_.load(std::memory_order_relaxed) + blocked) {
     (void)grow(scale_event::cause::blocking);  // at max_threads, or the OS refused: carry on
   }
 }

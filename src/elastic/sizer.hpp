@@ -9,6 +9,9 @@
 // Invariants:
 //  - live stays within [min_threads, max_threads]: growth checks max and retirement checks
 //    min, both under scale_mu_, which no thread holds while running a task or a callback.
+//    resize() changes the bounds under scale_mu_; until the threads catch up, live may lie
+//    outside the new bounds: resize() itself starts threads up to the new min, and threads
+//    above the new max retire as each finds no work (never below min).
 //  - After begin_stop() (under scale_mu_) no thread starts or retires: every slot's thread is
 //    the stopper's to join.
 //  - A thread is counted live before it exists and undone if the OS refuses it, so anything
@@ -21,10 +24,12 @@
 // worker's flag. One of them sees the other (elastic/README.md, "The monitor sleeps").
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -39,18 +44,33 @@ struct core_testing;
 
 class sizer {
  public:
-  sizer(const config& cfg, unsigned min_threads, unsigned max_threads, roster& workers,
-        const queues& work) noexcept;
+  sizer(const config& cfg, unsigned min_threads, unsigned max_threads, unsigned capacity,
+        roster& workers, const queues& work) noexcept;
   sizer(const sizer&) = delete;
   sizer& operator=(const sizer&) = delete;
 
-  bool elastic() const noexcept { return max_threads_ > min_threads_; }
+  bool elastic() const noexcept {
+    return max_threads_.load(std::memory_order_relaxed) >
+           min_threads_.load(std::memory_order_relaxed);
+  }
 
   // Starts one thread in a free slot; errc::system if the OS refuses, errc::full at
   // max_threads, errc::no_memory if no slot can be made, errc::shut_down once terminating.
   std::error_code grow(scale_event::cause why) noexcept;
   // Starts the monitor (elastic pools only). Throws std::system_error if the OS refuses.
   void start_monitor();
+
+  // pool::resize: sets the bounds (errc::invalid_argument unless 1 <= lo <= hi <= capacity,
+  // errc::shut_down once terminating), starts the monitor if the pool became elastic, then
+  // starts threads up to lo. The caller wakes the sleepers afterwards, so that threads above
+  // the new bounds look at them (over_max, retire_at).
+  std::error_code resize(unsigned lo, unsigned hi) noexcept;
+  // More threads live than max_threads: an idle worker retires at once (cause::resize).
+  bool over_max() const noexcept {
+    return live_.load(std::memory_order_relaxed) > max_threads_.load(std::memory_order_relaxed);
+  }
+  // Stops the monitor from growing the pool (pause: held workers look stalled) or lets it.
+  void hold_growth(bool held) noexcept { growth_held_.store(held, std::memory_order_relaxed); }
 
   // The calling worker's thread begins, and ends (having retired, or at terminate).
   void thread_began(worker& w) noexcept;
@@ -72,12 +92,19 @@ class sizer {
   // Above min_threads an idle worker sleeps at most until retire_at(w), then asks to retire:
   // try_retire is true if it may exit (live stays >= min_threads).
   bool may_retire() const noexcept {
-    return elastic() && live_.load(std::memory_order_relaxed) > min_threads_;
+    return elastic() &&
+           live_.load(std::memory_order_relaxed) > min_threads_.load(std::memory_order_relaxed);
   }
+  // A fixed pool does not note when its workers go idle, so after a resize the keep_alive
+  // counts from the resize at the earliest.
   std::chrono::steady_clock::time_point retire_at(const worker& w) const noexcept {
-    return w.thread.idle_since + keep_alive_;
+    const auto since =
+        std::max(w.thread.idle_since, thread_slot::clock::time_point(thread_slot::clock::duration(
+                                          resized_at_.load(std::memory_order_relaxed))));
+    return since + keep_alive_;
   }
-  bool try_retire(worker& w) noexcept;
+  // why: cause::idle (above min_threads, idle for keep_alive) or cause::resize (over_max()).
+  bool try_retire(worker& w, scale_event::cause why = scale_event::cause::idle) noexcept;
 
   // A worker enters or leaves a blocking_region (see spool.hpp).
   void enter_blocking(worker& w) noexcept;
@@ -99,6 +126,11 @@ class sizer {
   // The sizing fields of a statistics snapshot.
   void fill(stats& s) const noexcept;
 
+  // config::on_worker_start / on_worker_stop, on the worker's own thread; exceptions are
+  // reported to stderr and ignored.
+  void call_worker_hook(const std::function<void(unsigned)>& hook, unsigned index,
+                        const char* which) noexcept;
+
  private:
   friend struct core_testing;
 
@@ -110,12 +142,18 @@ class sizer {
   bool pool_idle() const noexcept;
   // Joins threads that retired, freeing their slots. Takes scale_mu_.
   void join_retired() noexcept;
-  void emit(scale_event::kind what, scale_event::cause why, unsigned index,
-            unsigned live) noexcept;
+  void emit(scale_event::kind what, scale_event::cause why, unsigned index, unsigned live) noexcept;
 
   const config& cfg_;
-  const unsigned min_threads_;
-  const unsigned max_threads_;
+  // The bounds: changed only by resize(), under scale_mu_; read without it by the idle path
+  // and the monitor (a stale read costs one more look, never a thread below min: try_retire
+  // and grow check them again under the lock).
+  std::atomic<unsigned> min_threads_;
+  std::atomic<unsigned> max_threads_;
+  const unsigned capacity_;  // worker slots: the most max_threads_ may become
+  // When resize() last changed the bounds (steady_clock ticks since its epoch); 0 if never.
+  std::atomic<thread_slot::clock::rep> resized_at_{0};
+  std::atomic<bool> growth_held_{false};
   const std::chrono::nanoseconds keep_alive_;
   roster& workers_;
   const queues& work_;

@@ -20,7 +20,12 @@ queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
       workers_(workers),
       wake_(wake),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
-      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0, workers) {}
+      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0, workers) {
+  if (!cfg.affinity.empty()) {
+    places_ = worker_places(cfg.affinity, read_topology(), workers.capacity());
+    if (!places_.empty()) near_ = places_.data();
+  }
+}
 
 task* queues::take_high(worker& w) noexcept {
   if (aging_.count() > 0) {
@@ -112,7 +117,9 @@ task* queues::steal(worker& w) noexcept {
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
-    if (n >= 2) {
+    if (n >= 2 && near_ != nullptr) {
+      if (task* t = steal_near(w, ws, contended)) return t;
+    } else if (n >= 2) {
       // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
       w.rng ^= w.rng << 13;
       w.rng ^= w.rng >> 7;
@@ -151,6 +158,35 @@ task* queues::steal(worker& w) noexcept {
     if (!contended) return nullptr;
     if (round >= 2) sched_yield();
   }
+}
+
+task* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
+                         bool& contended) noexcept {
+  // A random start within each group of equally near victims, as steal() does over all.
+  w.rng ^= w.rng << 13;
+  w.rng ^= w.rng >> 7;
+  w.rng ^= w.rng << 17;
+  const std::size_t start = static_cast<std::size_t>(w.rng % ws.size());
+  const std::span<const place> places(near_, ws.size());
+  task* found = nullptr;
+  for_each_victim(w.index, ws.size(), places, start, [&](std::size_t v) {
+    auto [t, retry] = ws[v]->deque.steal();
+    contended |= retry;
+    if (t == nullptr) return false;
+    add_owned(w.stats.stolen, 1);
+    found = t;
+    return true;
+  });
+  if (found != nullptr) return found;
+  for_each_victim(w.index, ws.size(), places, start, [&](std::size_t v) {
+    auto [t, retry] = ws[v]->batch.take();
+    contended |= retry;
+    if (t == nullptr) return false;
+    w.batch_hint = v;
+    found = t;
+    return true;
+  });
+  return found;
 }
 
 ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) noexcept {

@@ -7,6 +7,9 @@
 // Search order (README.md, "Priorities"): injector high -> own deque -> own stolen batch ->
 // injector normal -> steal (other deques, other batches, producer slots) -> injector low, with
 // aging letting a waiting low task, or a normal task behind a long run of high ones, go first.
+// Victims are tried from a random one on; pinned workers with a known topology try those on
+// the same core, then the same last-level cache, then the same NUMA node first (README.md,
+// "Steal order").
 //
 // Invariants:
 //  - A producer slot's tasks start in submission order across all workers (queues::steal,
@@ -21,7 +24,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
 
+#include "placement/topology.hpp"
 #include "queues/injector.hpp"
 #include "queues/producer_slots.hpp"
 #include "queues/stolen_batch.hpp"
@@ -135,6 +142,10 @@ class queues {
   }
   task* take_high(worker& w) noexcept;
   task* steal(worker& w) noexcept;
+  // steal()'s walk over the other workers' deques, then their batches, nearest first
+  // (placement/topology.hpp); only for pinned workers with a known topology.
+  task* steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
+                   bool& contended) noexcept;
   // One task of `slot` for w, taking a run of them into w's batch (steal, "Order").
   ws_deque::steal_result take_from_slot(worker& w, producer_slot& slot) noexcept;
 
@@ -143,6 +154,11 @@ class queues {
   sleep_control& wake_;
   injector injector_;
   producer_slots slots_;  // unbounded pools only (see producer_slots.hpp)
+  // Each worker slot's place, when config::affinity pins the workers and the topology is
+  // known (placement/topology.hpp); empty otherwise. near_ is its data, or null: steal()'s one
+  // load to choose the walk.
+  std::vector<place> places_;
+  const place* near_ = nullptr;
 };
 
 }  // namespace spool::detail

@@ -44,4 +44,19 @@ void quiescence::wait() noexcept {
   waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+bool quiescence::wait_until(std::chrono::steady_clock::time_point deadline) noexcept {
+  // The same pairing with notify() as wait().
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+#ifndef SPOOL_TSAN
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  bool done;
+  {
+    std::unique_lock lock(mu_);
+    done = cv_.wait_until(lock, deadline, [this] { return quiescent(); });
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+  return done;
+}
+
 }  // namespace spool::detail

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -36,8 +37,7 @@ class quiescence {
 
   // Adds delta to a counter: w's own (plain store; w's thread only) or, for a null w, the
   // outsiders' (read-modify-write).
-  void tally(worker* w, std::atomic<std::uint64_t> counters::*field,
-             std::uint64_t delta) noexcept {
+  void tally(worker* w, std::atomic<std::uint64_t> counters::*field, std::uint64_t delta) noexcept {
     if (w != nullptr) {
       // Only w's thread writes its counters; a reader that sees a task counted as finished
       // also sees it counted as submitted (quiescent()).
@@ -51,6 +51,8 @@ class quiescence {
   bool quiescent() const noexcept;
   // Sleeps until quiescent(). Only for threads outside the pool.
   void wait() noexcept;
+  // As wait(), until the deadline at most: whether the pool was quiescent.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) noexcept;
   // Called wherever the pool may have just become quiescent: a fence and a load when nobody
   // waits.
   void notify() noexcept {

@@ -45,7 +45,7 @@ sleep_control::sleep_control(const config& cfg, unsigned min_threads, unsigned m
       workers_(workers),
       work_(work),
       threads_(threads),
-      parker_(max_threads, max_spinners_for(min_threads)),
+      parker_(workers.capacity(), max_spinners_for(min_threads)),  // a seat per worker slot
       cpus_(cpus_for_process()),
       keep_awake_(std::max<std::uint32_t>(1, cpus_ - 1)),
       defer_(cfg.defer_period.count() > 0 && max_threads <= cpus_),

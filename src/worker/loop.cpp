@@ -56,7 +56,9 @@ void blocking_end() noexcept {
 void core::run_worker(worker& w) noexcept {
   tls_worker = &w;
   name_this_thread(cfg_.name + "-" + std::to_string(w.index));
-  threads_.thread_began(w);
+  threads_.thread_began(w);  // pins the thread if config::affinity says so
+  if (cfg_.on_worker_start)
+    threads_.call_worker_hook(cfg_.on_worker_start, w.index, "on_worker_start");
   bool searching = false;
   rest_end end = rest_end::looked;
   while (end == rest_end::looked) {
@@ -72,7 +74,11 @@ void core::run_worker(worker& w) noexcept {
     end = rest(w, searching);
   }
   threads_.thread_ends(w, end == rest_end::retired);
+  // No longer a worker: what the hook submits goes in as from outside (and is refused once
+  // the pool shuts down, instead of landing in a deque nobody will look at again).
   tls_worker = nullptr;
+  if (cfg_.on_worker_stop)
+    threads_.call_worker_hook(cfg_.on_worker_stop, w.index, "on_worker_stop");
 }
 
 void core::found_work(worker& w) noexcept {
@@ -99,6 +105,18 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   // retires. At or below it sleeps without a timeout (an idle pool makes no wake-ups), or,
   // holding the timed role while the pool is crowded, period by period (sleep_timed).
   parker& p = sleep_.sleepers();
+  if (threads_.over_max()) {
+    // resize() lowered max_threads below the live count: an idle worker retires at once. As
+    // after keep_alive below, it is not among the sleepers, so it looks once more first (a
+    // submission that counted on it as a spinner is seen here). It tells wait_idle() as every
+    // worker going idle does.
+    idle_.notify();
+    if (task* t = queues_.find_task(w)) {
+      take(w, t);
+      return rest_end::looked;
+    }
+    if (threads_.try_retire(w, scale_event::cause::resize)) return rest_end::retired;
+  }
   const bool may_retire = threads_.may_retire();
   // The parker's protocol: announce, look once more, then sleep.
   const bool timed = p.prepare(w.index, sleep_.wants_timed_role(may_retire));
@@ -136,10 +154,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
 }
 
 void core::execute(worker* w, task* t) noexcept {
-  if (discarding_.load(std::memory_order_acquire)) {
-    drop(w, t);
-    return;
-  }
+  if (gate_.load(std::memory_order_acquire) != 0 && !pass_gate(w, t)) return;
   if (w == nullptr) {
     tally_outcome(nullptr, t->run(*this));
     return;

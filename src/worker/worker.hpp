@@ -68,6 +68,8 @@ class roster {
   roster(core& owner, unsigned capacity)
       : owner_(owner), capacity_(capacity), slots_(new std::unique_ptr<worker>[capacity]) {}
 
+  // The most slots there may be (config::thread_capacity).
+  unsigned capacity() const noexcept { return capacity_; }
   // The slots created so far.
   std::span<const std::unique_ptr<worker>> all() const noexcept {
     return {slots_.get(), created_.load(std::memory_order_acquire)};
