@@ -106,18 +106,24 @@ void run(const options& o, results& out) {
   for (unsigned threads : o.threads) {
     std::vector<contender> cs;
     if (o.wants_peer("spool")) {
-      cs.push_back({variant, "spool", {}, [=] {
-                      settle();
-                      spool::config cfg;
-                      cfg.threads = threads;
-                      cfg.name = "bench";
-                      cfg.spin_rounds = spool_peer::spin_rounds;
-                      cfg.defer_period = spool_peer::defer_period;
-                      spool::pool pool{cfg};
-                      return measure("spool", count, spread, [&](auto deadline, auto f) {
-                        (void)pool.post_at(deadline, std::move(f));
-                      });
-                    }});
+      // spool as configured (--spin-rounds, default 64), and without polling: an idle worker
+      // that polls yields its CPU between rounds, and on a loaded machine a yield can keep it
+      // away for a time slice while the due task waits for it (it counts as the spinner that
+      // will find the work, so nobody is woken).
+      for (const bool poll : {true, false}) {
+        cs.push_back({variant, poll ? "spool" : "spool (spin_rounds 0)", {}, [=] {
+                        settle();
+                        spool::config cfg;
+                        cfg.threads = threads;
+                        cfg.name = "bench";
+                        cfg.spin_rounds = poll ? spool_peer::spin_rounds : 0;
+                        cfg.defer_period = spool_peer::defer_period;
+                        spool::pool pool{cfg};
+                        return measure("spool", count, spread, [&](auto deadline, auto f) {
+                          (void)pool.post_at(deadline, std::move(f));
+                        });
+                      }});
+      }
     }
     {  // the baseline: measured whatever --peers names
       cs.push_back({variant, "cv_timer_queue", {}, [=] {
@@ -155,7 +161,8 @@ const experiment& timers_experiment() {
       "starting 100 ms after the first is scheduled, scheduled in a fixed shuffled order. Each\n"
       "task records how late it started (the clock at its first instruction minus its\n"
       "deadline; a negative value, a timer that fired early, fails the run). Contenders:\n"
-      "spool's pool::post_at on a pool of --threads workers; cv_timer_queue, one std::thread\n"
+      "spool's pool::post_at on a pool of --threads workers, as configured and with\n"
+      "spin_rounds 0; cv_timer_queue, one std::thread\n"
       "sleeping on a std::condition_variable until the earliest deadline of a priority queue\n"
       "and running each callback itself (peers/cv_timer_queue.hpp; the baseline, measured\n"
       "whatever --peers names); asio, a steady_timer per\n"

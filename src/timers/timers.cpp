@@ -34,7 +34,9 @@ std::error_code timers::schedule_locked(timer_node& n) noexcept {
   try {
     // Room first, so that push_back below cannot throw; grown geometrically (reserving one
     // more each time would copy the whole heap on every insertion).
-    if (heap_.size() == heap_.capacity()) heap_.reserve(std::max<std::size_t>(64, 2 * heap_.size()));
+    if (heap_.size() == heap_.capacity()) {
+      heap_.reserve(std::max<std::size_t>(64, 2 * heap_.size()));
+    }
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   } catch (const std::system_error&) {
     return errc::system;

@@ -62,7 +62,8 @@ std::error_code submit_due(core& owner, task* t, priority p) noexcept;
 // means never, not an overflow).
 inline timer_node::clock::time_point deadline_after(std::chrono::nanoseconds delay) noexcept {
   const auto now = timer_node::clock::now();
-  if (delay > timer_node::clock::time_point::max() - now) return timer_node::clock::time_point::max();
+  constexpr auto never = timer_node::clock::time_point::max();
+  if (delay > never - now) return never;
   return now + delay;
 }
 
