@@ -10,10 +10,10 @@
 //   idle_     quiescence/quiescence.hpp  counting, and waiting for every task to finish
 //   timers_   timers/timers.hpp       delayed and periodic tasks: the timer heap and its thread
 //
-// Lifecycle: running -> closed (close: outside submissions refused) -> [discarding] ->
-// quiescent -> terminate (threads_.begin_stop) -> joined. Workers exit only on terminate,
-// which is set only once the pool is quiescent, so no task is lost (src/README.md,
-// "Shutdown").
+// Lifecycle: running -> [timers stopped (shutdown: timers_.stop)] -> closed (close: outside
+// submissions refused) -> [discarding] -> quiescent -> terminate (threads_.begin_stop) ->
+// joined. Workers exit only on terminate, which is set only once the pool is quiescent, so no
+// task is lost (src/README.md, "Shutdown").
 #pragma once
 
 #include <atomic>

@@ -274,4 +274,32 @@ TEST(TimersStress, CancelRacesFire) {
   EXPECT_EQ(released.load(), n);
 }
 
+// Periodic timers cancelled while they run, come due and reschedule: every cancel() of a live
+// periodic timer returns true, and each callable is released exactly once (and only after its
+// last run: ASan would report a call of a destroyed callable).
+TEST(TimersStress, CancelRacesPeriodicRuns) {
+  std::atomic<int> released{0};
+  spool::pool pool{pool_config(2)};
+  const int n = stress_iterations(200);
+  std::latch each_ran{n};
+  std::vector<std::atomic<int>> runs(n);
+  std::vector<spool::timer> ts;
+  ts.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    ts.push_back(pool.post_every(std::chrono::microseconds(50 + i % 150),
+                                 [&runs, &each_ran, i, c = release_counter(released)] {
+                                   if (runs[i].fetch_add(1) == 0) each_ran.count_down();
+                                 }));
+  }
+  each_ran.wait();
+  for (int i = 0; i < n; ++i) EXPECT_TRUE(ts[i].cancel()) << "timer " << i;
+  // Joins the timer thread too, which may hold an entry between the heap and its fire().
+  pool.shutdown(spool::shutdown_mode::drain);
+  EXPECT_EQ(released.load(), n);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_FALSE(ts[i].active());
+    EXPECT_GE(runs[i].load(), 1);
+  }
+}
+
 }  // namespace
