@@ -277,8 +277,8 @@ class pool {
   // timer) until its deadline, then its task is submitted at priority p like an outside
   // submission, except that it never waits for room: a due timer enters a full bounded
   // queue past its bound. Once the pool is closed, a due timer is refused: post_after's and
-  // post_every's callables then report spool::error(errc::shut_down) to config::on_exception,
-  // submit_after's future reports it. Shutdown: drain waits for every pending one-shot timer
+  // post_every's callables then report spool::error(errc::shut_down) to config::on_exception
+  // (called on the timer thread), submit_after's future reports it. Shutdown: drain waits for every pending one-shot timer
   // to come due and run, and stops periodic ones; discard drops every pending timer (its
   // future reports task_cancelled). wait_idle() does not wait for timers that are not yet
   // due. A pending timer is not counted in stats until it is due. Throws spool::error

@@ -105,7 +105,7 @@ class timer_entry : public timer_node {
   void release() noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
-  // The run, from the worker that took the entry's task (src/timers/timer_entry.cpp).
+  // The run, from the worker that took the entry's task (src/timers/timers.cpp).
   outcome run() noexcept;
   // The pool dropped the entry's task before it ran.
   void dropped() noexcept;
