@@ -81,7 +81,8 @@ core::core(const config& cfg)
       queues_(cfg_, workers_, sleep_),
       threads_(cfg_, min_threads_, max_threads_, capacity_for(cfg), workers_, queues_),
       sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_),
-      idle_(workers_, queues_.slots()) {
+      idle_(workers_, queues_.slots()),
+      timers_(*this, cfg_.name) {
   for (unsigned i = 0; i < min_threads_; ++i) {
     if (std::error_code ec = threads_.grow(scale_event::cause::initial)) {
       stop_workers();
@@ -177,6 +178,10 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
   std::lock_guard lock(shutdown_mu_);
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
   if (!joined_) {
+    // Timers first, while the pool still accepts their tasks: drain lets every pending
+    // one-shot timer fire at its deadline (periodic ones stop), discard drops them all
+    // (src/timers/README.md, "Shutdown").
+    timers_.stop(mode);
     // Discarding is decided before the close is announced: whoever learns that the pool is
     // shut down (a producer woken with shut_down) can rely on queued tasks never running.
     if (mode == shutdown_mode::discard)

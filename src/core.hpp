@@ -8,11 +8,12 @@
 //   threads_  elastic/sizer.hpp       live threads: growth, retirement, the monitor
 //   sleep_    sleep/sleep.hpp         spinning, parking, waking, deferred wake-ups
 //   idle_     quiescence/quiescence.hpp  counting, and waiting for every task to finish
+//   timers_   timers/timers.hpp       delayed and periodic tasks: the timer heap and its thread
 //
-// Lifecycle: running -> closed (close: outside submissions refused) -> [discarding] ->
-// quiescent -> terminate (threads_.begin_stop) -> joined. Workers exit only on terminate,
-// which is set only once the pool is quiescent, so no task is lost (src/README.md,
-// "Shutdown").
+// Lifecycle: running -> [timers stopped (shutdown: timers_.stop)] -> closed (close: outside
+// submissions refused) -> [discarding] -> quiescent -> terminate (threads_.begin_stop) ->
+// joined. Workers exit only on terminate, which is set only once the pool is quiescent, so no
+// task is lost (src/README.md, "Shutdown").
 #pragma once
 
 #include <atomic>
@@ -28,6 +29,7 @@
 #include "queues/queues.hpp"
 #include "quiescence/quiescence.hpp"
 #include "sleep/sleep.hpp"
+#include "timers/timers.hpp"
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/join_task.hpp"
 #include "spool/detail/task.hpp"
@@ -58,6 +60,15 @@ class core {
   // submit_range takes ownership of job and submits all of it, or frees it and says why not.
   bool takes_ranges() noexcept;
   bulk_result submit_range(range_job* job) noexcept;
+  // A due timer's task, from the timer thread (timers/): counted as an outside submission,
+  // pushed into the injector past any bound (the timer thread must never wait for room, and
+  // a refused due timer would lose its run), so it is refused only after close() (errc::
+  // shut_down, checked after the count with a full barrier as submit_to_slot does) or for
+  // memory. Never blocks; on refusal t stays the caller's, for it to report the error.
+  std::error_code submit_due(task* t, priority p) noexcept;
+
+  // The pool's timer queue (timers/timers.hpp).
+  timers& timer_queue() noexcept { return timers_; }
 
   // ---- Lifecycle and statistics (core.cpp) ----
 
@@ -197,6 +208,7 @@ class core {
   sizer threads_;
   sleep_control sleep_;
   quiescence idle_;
+  timers timers_;
 
   // Read on every submission and every task; written only by close() and shutdown().
   alignas(64) std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called

@@ -69,6 +69,25 @@ std::error_code core::submit(task* t, priority p) noexcept {
   return refuse(nullptr, t, err);
 }
 
+std::error_code core::submit_due(task* t, priority p) noexcept {
+  idle_.tally(nullptr, &counters::submitted, 1);
+  std::error_code why;
+  if (closed_after_barrier()) {
+    why = errc::shut_down;
+  } else {
+    why = queues_.shared().push(t, p, /*bypass_bound=*/true).error;  // only no_memory
+  }
+  if (why) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    idle_.tally(nullptr, &counters::submitted, ~std::uint64_t{0});  // minus one
+    idle_.notify();
+    return why;
+  }
+  accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+  sleep_.notify_worker();
+  return {};
+}
+
 bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
                               void* context) noexcept {
   bulk_result r;

@@ -1,4 +1,6 @@
 // An idle pool makes no wake-ups: once every worker sleeps, none runs again until work arrives.
+// With a timer pending far ahead it makes exactly one, when the timer is due; the timer thread
+// ("<name>-tmr") is counted with the workers.
 // Observed from the kernel's side, per worker thread (/proc/self/task/<tid>): the scheduler
 // state and the context-switch counters. This asserts a count of events (zero), not a speed.
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <latch>
 #include <map>
 #include <sstream>
 #include <string>
@@ -22,6 +25,7 @@ using spool::detail::core_testing;
 struct thread_info {
   char state = '?';
   long switches = 0;  // voluntary + involuntary context switches
+  long voluntary = 0;  // of which voluntary: the thread went to sleep
 };
 
 std::string read_file(const fs::path& p) {
@@ -43,6 +47,9 @@ std::map<std::string, thread_info> workers_named(const std::string& prefix) {
       if (line.rfind("State:", 0) == 0) info.state = line[7];
       if (line.find("ctxt_switches:") != std::string::npos) {
         info.switches += std::stol(line.substr(line.find(':') + 1));
+      }
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
+        info.voluntary = std::stol(line.substr(line.find(':') + 1));
       }
     }
     out[entry.path().filename().string()] = info;
@@ -96,8 +103,72 @@ TEST(Idle, SleepingWorkersStayAsleep) {
     EXPECT_EQ(info.switches, before[tid].switches) << "worker " << tid << " woke while idle";
   }
 
+  // A pool that never had a timer has no timer thread.
+  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
+    EXPECT_NE(read_file(entry.path() / "comm"), "idletest-tmr\n");
+  }
+
   // And the pool still works after sleeping.
   EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
+}
+
+// A timer far ahead: nothing wakes until it is due; then the timer thread wakes once and one
+// worker once (to run it), and after that, with no timer pending, nothing wakes again. The
+// workers go straight to sleep (spin_rounds = 0) and no wake-up is deferred (defer_period =
+// 0), so each wake-up is one voluntary context switch (going back to sleep).
+TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
+  constexpr unsigned threads = 2;
+  spool::config cfg;
+  cfg.threads = threads;
+  cfg.name = "idletmr";
+  cfg.spin_rounds = 0;
+  cfg.defer_period = std::chrono::microseconds(0);
+  spool::pool pool{cfg};
+  // Start the timer thread and run the workers once.
+  pool.submit_after(std::chrono::milliseconds(1), [] {}).get();
+  pool.wait_idle();
+
+  std::latch fired{1};
+  spool::timer t = pool.post_after(std::chrono::milliseconds(1500), [&] { fired.count_down(); });
+  const auto& core = spool::detail::pool_access::of(pool);
+  std::map<std::string, thread_info> before;
+  while (!settled(core, "idletmr", before, threads + 1)) {
+  }
+  ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an interval to observe
+  auto mid = workers_named("idletmr");
+  ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
+  for (const auto& [tid, info] : mid) {
+    EXPECT_EQ(info.switches, before[tid].switches) << "thread " << tid << " woke before the timer";
+  }
+
+  fired.wait();
+  std::map<std::string, thread_info> after;
+  while (!settled(core, "idletmr", after, threads + 1)) {
+  }
+  std::string timer_tid;
+  long worker_wakeups = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
+    if (read_file(entry.path() / "comm") == "idletmr-tmr\n") timer_tid = entry.path().filename();
+  }
+  ASSERT_FALSE(timer_tid.empty());
+  for (const auto& [tid, info] : after) {
+    // A wake-up is a sleep ended: counted by the voluntary switch of going back to sleep
+    // (a preemption while it runs, on a busy machine, is not a wake-up).
+    const long woke = info.voluntary - before[tid].voluntary;
+    if (tid == timer_tid) {
+      EXPECT_EQ(woke, 1) << "the timer thread wakes once, at the deadline";
+    } else {
+      worker_wakeups += woke;
+    }
+  }
+  EXPECT_EQ(worker_wakeups, 1) << "one worker wakes to run the timer's task";
+
+  // Nothing pending now: another interval with no wake-up at all.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (const auto& [tid, info] : workers_named("idletmr")) {
+    EXPECT_EQ(info.switches, after[tid].switches) << "thread " << tid << " woke with no timer";
+  }
 }
 
 // An elastic pool at rest: its min_threads workers and its monitor all sleep, and none of them

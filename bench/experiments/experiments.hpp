@@ -19,6 +19,7 @@ const experiment& unbalanced_experiment();
 const experiment& pc_experiment();
 const experiment& idle_experiment();
 const experiment& elastic_experiment();
+const experiment& timers_experiment();
 const experiment& http_experiment();
 const experiment& siege_experiment();
 const experiment& cluster_experiment();
@@ -26,7 +27,7 @@ const experiment& cluster_experiment();
 inline std::vector<const experiment*> all_experiments() {
   return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
           &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
-          &idle_experiment(),    &elastic_experiment()};
+          &idle_experiment(),    &elastic_experiment(),    &timers_experiment()};
 }
 
 // Run only when named: they drive programs outside spool-bench (spoold, nginx, wrk, siege, a

@@ -32,8 +32,8 @@ struct future_access {
 //    own waits block instead of helping, and wait_idle()/shutdown() from it report
 //    errc::would_deadlock as on a worker;
 //  - destroying a future never blocks.
-// A task dropped before it ran (shutdown_mode::discard, full_policy::discard_oldest)
-// makes get() throw spool::task_cancelled.
+// A task dropped before it ran (shutdown_mode::discard, full_policy::discard_oldest,
+// cancel()) makes get() throw spool::task_cancelled.
 template <class T>
 class future {
  public:
@@ -65,6 +65,18 @@ class future {
     return checked().wait_until(
         std::chrono::time_point_cast<std::chrono::steady_clock::duration>(steady));
   }
+
+  // ---- Cancelling the task ----
+  // Asks that the task never run. Returns true if it had not started and now never will:
+  // the future is ready at once and get() throws spool::task_cancelled; the callable (and
+  // what it captured) is destroyed before cancel() returns; the task is counted in
+  // stats::cancelled when a worker next meets it in the queue (a submit_after task still
+  // waiting for its deadline leaves the timer queue at once and is never counted: it never
+  // entered the pool). Returns false if the task has started or finished, or was already
+  // cancelled or dropped. A worker starting the task and cancel() race for one claim
+  // (detail::state_base::try_claim), so exactly one of them wins. Throws
+  // spool::error(errc::invalid_argument) on an empty future.
+  bool cancel() { return checked().request_cancel(); }
 
   // Waits, then returns the value or rethrows the task's exception. Leaves the future empty.
   T get() {

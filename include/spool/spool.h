@@ -263,7 +263,75 @@ int spool_group_on_finished(spool_group* group, void (*cb)(int status, void* arg
  * group may outlive its parent. */
 int spool_group_destroy(spool_group* group);
 
-/* ---- task groups ---- */
+/* Queues fn(arg, token) as a task of the group, at a priority (spool_priority). fn is called
+ * exactly once unless the submission is refused (then never, and arg stays with the caller):
+ * spool_cancel_requested(token) tells it, at any moment of the call, whether the group (or an
+ * ancestor) has been cancelled, so a long task can stop early without holding the group. If
+ * the group was cancelled before the task started, or the pool drops the task (a discarding
+ * shutdown), fn is still called, from the thread that skips or drops it, with a token that
+ * already reads 1: the call then only releases arg. The token is valid during the call only.
+ * Same errors as spool_group_submit_priority. */
+typedef struct spool_cancel_token spool_cancel_token;
+int spool_group_submit2(spool_group* group, int priority,
+                        void (*fn)(void* arg, const spool_cancel_token* token), void* arg);
+
+/* 1 if the task that was given token should stop (its group is cancelled, or the task was
+ * skipped or dropped), 0 if not, SPOOL_EINVAL for NULL. */
+int spool_cancel_requested(const spool_cancel_token* token);
+
+/* ---- timers and cancellation ---- */
+
+/* Delayed and periodic tasks (spool::pool::post_after and post_every; the semantics are in
+ * src/timers/README.md). The timer waits in the pool's timer queue (one thread, started by
+ * the first timer) and, when due, fn(arg) is queued like spool_submit, at normal priority,
+ * never waiting for room in a bounded queue. on_cancel (may be NULL) is called once with arg
+ * when the timer stops without running to its end: a one-shot timer cancelled or dropped
+ * before fn ran, or due after spool_close (refused); a periodic timer whenever it stops (it
+ * has no other end). It is called from the thread that stops the timer (spool_timer_cancel's
+ * caller, a worker, the timer thread, or the shutting-down thread). Shutdown: DRAIN waits
+ * for pending one-shot timers to come due and run and stops periodic ones; DISCARD drops
+ * every pending timer. A refused call (SPOOL_ESHUTDOWN once shutdown has begun, SPOOL_EINVAL,
+ * SPOOL_ENOMEM, SPOOL_ESYSTEM if the timer thread cannot start) never calls fn or on_cancel.
+ * handle (may be NULL) receives a handle for spool_timer_cancel, which the caller must give
+ * back with spool_timer_release; releasing it does not cancel the timer. */
+typedef struct spool_timer spool_timer;
+
+/* fn(arg) once, delay_ns nanoseconds from now (a delay past the clock's range: never). */
+int spool_post_after(spool_pool* pool, uint64_t delay_ns, void (*fn)(void*), void* arg,
+                     void (*on_cancel)(void*), spool_timer** handle);
+
+/* fn(arg) every period_ns (> 0, else SPOOL_EINVAL), the first time one period from now; runs
+ * never overlap, and periods missed by a late or long run are skipped. */
+int spool_post_every(spool_pool* pool, uint64_t period_ns, void (*fn)(void*), void* arg,
+                     void (*on_cancel)(void*), spool_timer** handle);
+
+/* Either of the above at a priority: period_ns 0 is one-shot after delay_ns, otherwise the
+ * first run is delay_ns from now and the next ones every period_ns. */
+int spool_post_after_priority(spool_pool* pool, int priority, uint64_t delay_ns,
+                              uint64_t period_ns, void (*fn)(void*), void* arg,
+                              void (*on_cancel)(void*), spool_timer** handle);
+
+/* Stops the timer: 1 if that prevented a run that would otherwise have started (a one-shot
+ * timer not yet started; a periodic timer still live, whose run in progress, if any, then
+ * finishes), 0 if the timer had already ended, SPOOL_EINVAL for NULL. */
+int spool_timer_cancel(spool_timer* timer);
+
+/* Gives the handle back (the timer goes on). Valid after the pool is destroyed. */
+int spool_timer_release(spool_timer* timer);
+
+/* A submission that can be cancelled: as spool_submit_priority, and *handle (required)
+ * receives a handle on the task (NULL if refused). spool_task_cancel returns 1 if the task had
+ * not started and now never will (on_cancel(arg), if set, has then been called by that very
+ * call; the task is counted in stats.cancelled when a worker meets it in the queue), 0 if
+ * it has started, finished, or was already cancelled or dropped; SPOOL_EINVAL for NULL. A
+ * worker starting the task and spool_task_cancel race for one claim: exactly one wins. The
+ * handle must be given back with spool_task_release, which may come before or after the
+ * task runs, and after the pool is destroyed. */
+typedef struct spool_task spool_task;
+int spool_submit_cancellable(spool_pool* pool, int priority, void (*fn)(void*), void* arg,
+                             void (*on_cancel)(void*), spool_task** handle);
+int spool_task_cancel(spool_task* task);
+int spool_task_release(spool_task* task);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 #include "spool/detail/task.hpp"
 #include "spool/error.hpp"
 #include "spool/future.hpp"
+#include "spool/timer.hpp"
 
 namespace spool {
 
@@ -296,6 +297,69 @@ class pool {
     throw_if_partial(try_post_n(n, f));
   }
 
+  // ---- Delayed and periodic tasks (src/timers/README.md) ----
+  // A timer waits in the pool's timer queue (one thread, "<name>-tmr", started by the first
+  // timer) until its deadline, then its task is submitted at priority p like an outside
+  // submission, except that it never waits for room: a due timer enters a full bounded
+  // queue past its bound. Once the pool is closed, a due timer is refused: post_after's and
+  // post_every's callables then report spool::error(errc::shut_down) to config::on_exception
+  // (called on the timer thread), submit_after's future reports it. Shutdown: drain waits for every pending one-shot timer
+  // to come due and run, and stops periodic ones; discard drops every pending timer (its
+  // future reports task_cancelled). wait_idle() does not wait for timers that are not yet
+  // due. A pending timer is not counted in stats until it is due. Throws spool::error
+  // (errc::shut_down once shutdown has begun, errc::system if the timer thread cannot start,
+  // errc::invalid_argument for a period <= 0).
+
+  // Runs f() once, `delay` from now (a delay <= 0: as soon as the timer thread sees it).
+  template <class F>
+  [[nodiscard]] timer post_after(std::chrono::nanoseconds delay, F&& f) {
+    return post_after(priority::normal, delay, std::forward<F>(f));
+  }
+  template <class F>
+  [[nodiscard]] timer post_after(priority p, std::chrono::nanoseconds delay, F&& f) {
+    return schedule(p, detail::deadline_after(delay), {}, std::forward<F>(f));
+  }
+  // Runs f() once at `when` (steady_clock).
+  template <class F, class Duration>
+  [[nodiscard]] timer post_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when,
+                              F&& f, priority p = priority::normal) {
+    return schedule(p, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(when),
+                    {}, std::forward<F>(f));
+  }
+  // Runs f() every `period`, the first time one period from now, until the timer is
+  // cancelled or the pool shuts down. Runs never overlap: the next deadline is set when a
+  // run ends, on the grid start + k * period, skipping any grid point already past (a run
+  // that takes longer than the period makes the next one late, not doubled). An exception
+  // from f goes to config::on_exception and the timer goes on.
+  template <class F>
+  [[nodiscard]] timer post_every(std::chrono::nanoseconds period, F&& f,
+                                 priority p = priority::normal) {
+    if (period.count() <= 0) throw error(errc::invalid_argument, "spool: post_every period <= 0");
+    return schedule(p, detail::deadline_after(period), period, std::forward<F>(f));
+  }
+  // Runs f(args...) once, `delay` from now; the future reports its result. future::cancel()
+  // before the deadline takes it out of the timer queue at once.
+  template <class F, class... Args>
+  [[nodiscard]] auto submit_after(std::chrono::nanoseconds delay, F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    return submit_after(priority::normal, delay, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+  template <class F, class... Args>
+  [[nodiscard]] auto submit_after(priority p, std::chrono::nanoseconds delay, F&& f,
+                                  Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    using result = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+    auto call = bind(std::forward<F>(f), std::forward<Args>(args)...);
+    auto* t = new detail::delayed_task<decltype(call), result>(core_, std::move(call));
+    t->deadline = detail::deadline_after(delay);
+    t->prio = p;
+    if (std::error_code ec = detail::timer_schedule(*core_, *t)) {
+      t->destroy();
+      throw_if_error(ec);
+    }
+    return future<result>(static_cast<detail::state<result>*>(t));
+  }
+
   // Blocks until no task is queued or running. The pool stays usable.
   void wait_idle();
 
@@ -352,6 +416,20 @@ class pool {
         };
   }
   std::error_code enqueue(detail::task* t, priority p = priority::normal) noexcept;
+  template <class F>
+  timer schedule(priority p, std::chrono::steady_clock::time_point deadline,
+                 std::chrono::nanoseconds period, F&& f) {
+    auto* e = new detail::timer_entry_of<std::decay_t<F>>(*core_, period, std::forward<F>(f));
+    e->deadline = deadline;
+    e->prio = p;
+    if (std::error_code ec = detail::timer_schedule(*core_, *e)) {
+      e->end(detail::timer_entry::ending::unscheduled, ec);
+      e->release();
+      e->release();
+      throw_if_error(ec);
+    }
+    return timer(e);
+  }
   bulk_result enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
                            void* context) noexcept;
   static void throw_if_partial(const bulk_result& r);

@@ -13,6 +13,12 @@ struct spool_group {
   spool::task_group group;
 };
 
+// What spool_group_submit2's function is given: its group, or null for "cancelled for good"
+// (the task was skipped or dropped). Lives on the stack of the call it is passed to.
+struct spool_cancel_token {
+  const spool::detail::group_state* group;
+};
+
 namespace spool::detail {
 
 // What the C API needs of a task_group beyond its public face.
@@ -69,6 +75,50 @@ class c_group_task final : public task {
   void (*on_cancel_)(void*);
 };
 
+// A C function that learns its cancellation from its argument (spool_group_submit2): it is
+// called exactly once whatever happens to it (except a refused submission), with a token
+// that spool_cancel_requested() reads. Run normally, the token follows the group live; skipped
+// because the group was cancelled first, or dropped by the pool, it says cancelled from the
+// start, and the call is the task's chance to release arg.
+class c_group_task2 final : public task {
+ public:
+  c_group_task2(group_state& g, void (*fn)(void*, const spool_cancel_token*), void* arg) noexcept
+      : group_(g), fn_(fn), arg_(arg) {}
+
+  outcome run(core&) noexcept override {
+    group_state& g = group_;
+    const auto fn = fn_;
+    void* arg = arg_;
+    delete this;
+    const spool_cancel_token token{&g};
+    const bool skipped = group_cancelled(g);
+    fn(arg, skipped ? &dropped_token : &token);
+    const outcome how = skipped ? outcome::cancelled : outcome::completed;
+    group_task_finished(g, how, nullptr);
+    return how;
+  }
+
+  void cancel() noexcept override {
+    group_state& g = group_;
+    const auto fn = fn_;
+    void* arg = arg_;
+    delete this;
+    fn(arg, &dropped_token);
+    group_task_dropped(g);
+  }
+
+  void destroy() noexcept override { delete this; }
+
+  static const spool_cancel_token dropped_token;
+
+ private:
+  group_state& group_;
+  void (*fn_)(void*, const spool_cancel_token*);
+  void* arg_;
+};
+
+const spool_cancel_token c_group_task2::dropped_token{nullptr};
+
 // A C group's tasks cannot throw, so its status is completed or cancelled.
 int status_to_c(group_status how) noexcept {
   return how == group_status::completed ? SPOOL_OK : SPOOL_ECANCELED;
@@ -104,6 +154,22 @@ int spool_group_submit_priority(spool_group* group, int priority, void (*fn)(voi
 
 int spool_group_submit(spool_group* group, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
   return spool_group_submit_priority(group, SPOOL_PRIORITY_NORMAL, fn, arg, on_cancel);
+}
+
+int spool_group_submit2(spool_group* group, int priority,
+                        void (*fn)(void* arg, const spool_cancel_token* token), void* arg) {
+  if (group == nullptr || fn == nullptr) return SPOOL_EINVAL;
+  if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
+  spool::detail::group_state& g = spool::detail::group_access::state(*group);
+  auto* t = new (std::nothrow) spool::detail::c_group_task2(g, fn, arg);
+  if (t == nullptr) return SPOOL_ENOMEM;
+  return spool::detail::to_c(
+      spool::detail::group_submit(g, t, static_cast<spool::priority>(priority)));
+}
+
+int spool_cancel_requested(const spool_cancel_token* token) {
+  if (token == nullptr) return SPOOL_EINVAL;
+  return token->group == nullptr || spool::detail::group_cancelled(*token->group) ? 1 : 0;
 }
 
 int spool_group_wait(spool_group* group, long timeout_ms) {

@@ -48,6 +48,20 @@ class state_base {
   void keep_on_workers() noexcept { own_task_ = nullptr; }
   core* owner() const noexcept { return owner_; }
 
+  // ---- Cancelling one task (future::cancel) ----
+  // The task's start and its cancellation race for one claim: run() takes it before it calls
+  // the work, and future::cancel() or the pool's drop takes it before completing the future
+  // with task_cancelled. Exactly one wins (a compare-and-swap on claim_); the loser touches
+  // neither the callable nor the result, only drops its reference. So the callable is
+  // destroyed once, by the winner, and the memory once, by the last of the two references.
+  bool try_claim() noexcept {
+    std::uint8_t unclaimed = 0;
+    return claim_.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel);
+  }
+  // future::cancel(): true if the task had not started and now never will (its future then
+  // reports task_cancelled). States that are not a queued task's cannot be cancelled.
+  virtual bool request_cancel() noexcept { return false; }
+
  protected:
   // Publishes the result written before it and wakes the waiters. Called once.
   void complete() noexcept;
@@ -67,6 +81,7 @@ class state_base {
 
   std::atomic<std::uint32_t> status_{0};
   std::atomic<std::uint32_t> refs_{2};  // the task's and the future's
+  std::atomic<std::uint8_t> claim_{0};  // see try_claim
   core* owner_;
 };
 
@@ -142,6 +157,10 @@ class future_task final : public task, public state<R> {
   ~future_task() override {}  // fn_ is destroyed by run(), cancel() or destroy()
 
   outcome run(core&) noexcept override {
+    if (!this->try_claim()) {  // cancelled through its future while queued
+      this->release();
+      return outcome::cancelled;
+    }
     outcome how = outcome::completed;
     try {
       this->produce(fn_);
@@ -156,10 +175,14 @@ class future_task final : public task, public state<R> {
   }
 
   void cancel() noexcept override {
-    fn_.~F();
-    this->failure_ = std::make_exception_ptr(task_cancelled());
-    this->complete();
+    if (this->try_claim()) request_cancelled();
     this->release();
+  }
+
+  bool request_cancel() noexcept override {
+    if (!this->try_claim()) return false;
+    request_cancelled();
+    return true;
   }
 
   // Refused before anyone saw it: drop both references (the future is never handed out).
@@ -170,6 +193,13 @@ class future_task final : public task, public state<R> {
   }
 
  private:
+  // Won the claim without running: the future reports task_cancelled.
+  void request_cancelled() noexcept {
+    fn_.~F();
+    this->failure_ = std::make_exception_ptr(task_cancelled());
+    this->complete();
+  }
+
   union {
     F fn_;
   };

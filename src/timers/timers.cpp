@@ -1,0 +1,303 @@
+// timers/timers.cpp: the timer queue and its thread, and the handle timers' state machine
+// (detail::timer_entry). The argument is in README.md beside this file.
+#include "timers/timers.hpp"
+
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "core.hpp"
+#include "elastic/thread_slot.hpp"
+
+namespace spool::detail {
+
+timers::~timers() {
+  if (thread_.joinable()) {  // stop() was skipped (a constructor failed after the first timer)
+    {
+      std::lock_guard lock(mu_);
+      exit_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+}
+
+std::error_code timers::schedule(timer_node& n) noexcept {
+  std::lock_guard lock(mu_);
+  return schedule_locked(n);
+}
+
+std::error_code timers::schedule_locked(timer_node& n) noexcept {
+  if (closed_) return errc::shut_down;
+  try {
+    // Room first, so that push_back below cannot throw; grown geometrically (reserving one
+    // more each time would copy the whole heap on every insertion).
+    if (heap_.size() == heap_.capacity()) {
+      heap_.reserve(std::max<std::size_t>(64, 2 * heap_.size()));
+    }
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    return errc::system;
+  } catch (...) {
+    return errc::no_memory;
+  }
+  n.order = next_order_++;
+  heap_.push_back(&n);
+  n.heap_slot = heap_.size() - 1;
+  sift_up(n.heap_slot);
+  // The thread sleeps until the old earliest deadline; only a new earliest changes that.
+  if (heap_.front() == &n) wake_.notify_one();
+  return {};
+}
+
+bool timers::remove(timer_node& n) noexcept {
+  std::lock_guard lock(mu_);
+  return remove_locked(n);
+}
+
+bool timers::remove_locked(timer_node& n) noexcept {
+  if (n.heap_slot == timer_node::k_not_queued) return false;
+  const bool was_first = n.heap_slot == 0;
+  take_locked(n.heap_slot);
+  // The thread would wake at the removed deadline for nothing: let it sleep to the next one
+  // (or for good), so that a pool whose timers were all cancelled makes no wake-ups.
+  if (was_first) wake_.notify_one();
+  return true;
+}
+
+timer_node* timers::take_locked(std::size_t i) noexcept {
+  timer_node* n = heap_[i];
+  timer_node* last = heap_.back();
+  heap_.pop_back();
+  n->heap_slot = timer_node::k_not_queued;
+  if (last != n) {
+    place(i, last);
+    sift_down(i);
+    sift_up(last->heap_slot);
+  }
+  return n;
+}
+
+void timers::sift_up(std::size_t i) noexcept {
+  timer_node* n = heap_[i];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!earlier(n, heap_[parent])) break;
+    place(i, heap_[parent]);
+    i = parent;
+  }
+  place(i, n);
+}
+
+void timers::sift_down(std::size_t i) noexcept {
+  timer_node* n = heap_[i];
+  const std::size_t size = heap_.size();
+  for (;;) {
+    std::size_t child = 2 * i + 1;
+    if (child >= size) break;
+    if (child + 1 < size && earlier(heap_[child + 1], heap_[child])) ++child;
+    if (!earlier(heap_[child], n)) break;
+    place(i, heap_[child]);
+    i = child;
+  }
+  place(i, n);
+}
+
+void timers::run() noexcept {
+  name_this_thread(name_ + "-tmr");
+  // Sleep to the deadline itself: the default 50 us of slack would be added to every timer's
+  // lateness. This thread makes one wake-up per due deadline, so the tighter wake costs
+  // nothing measurable.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (exit_) return;
+    if (heap_.empty()) {
+      emptied_.notify_all();
+      wake_.wait(lock);
+      continue;
+    }
+    const auto deadline = heap_.front()->deadline;
+    if (timer_node::clock::now() < deadline) {
+      wake_.wait_until(lock, deadline);
+      continue;
+    }
+    timer_node* due = take_locked(0);
+    lock.unlock();
+    due->fire(owner_);
+    lock.lock();
+  }
+}
+
+void timers::stop(shutdown_mode mode) noexcept {
+  std::vector<timer_node*> dropped;
+  std::unique_lock lock(mu_);
+  closed_ = true;
+  if (mode == shutdown_mode::discard) {
+    dropped.swap(heap_);
+    for (timer_node* n : dropped) n->heap_slot = timer_node::k_not_queued;
+  } else {
+    for (timer_node* n : heap_) {
+      if (n->periodic()) dropped.push_back(n);
+    }
+    for (timer_node* n : dropped) take_locked(n->heap_slot);
+  }
+  wake_.notify_one();  // its earliest deadline may have gone
+  lock.unlock();
+  for (timer_node* n : dropped) n->discard();
+  lock.lock();
+  // Drain: the one-shot timers left fire at their deadlines, into a pool not yet closed.
+  if (thread_.joinable()) emptied_.wait(lock, [this] { return heap_.empty(); });
+  exit_ = true;
+  lock.unlock();
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::size_t timers::pending() const noexcept {
+  std::lock_guard lock(mu_);
+  return heap_.size();
+}
+
+bool timers::thread_started() const noexcept {
+  std::lock_guard lock(mu_);
+  return thread_.joinable();
+}
+
+// ---- The library's side of detail/timer.hpp ----
+
+std::error_code timer_schedule(core& owner, timer_node& n) noexcept {
+  return owner.timer_queue().schedule(n);
+}
+
+bool timer_remove(core& owner, timer_node& n) noexcept { return owner.timer_queue().remove(n); }
+
+std::error_code submit_due(core& owner, task* t, priority p) noexcept {
+  return owner.submit_due(t, p);
+}
+
+// ---- timer_entry: the handle timers' state machine (README.md, "A timer's life") ----
+
+namespace {
+
+// The task that carries one run of a timer_entry through the pool's queues.
+class timer_run final : public task {
+ public:
+  explicit timer_run(timer_entry& e) noexcept : entry_(e) {}
+  outcome run(core&) noexcept override {
+    timer_entry& e = entry_;
+    delete this;
+    return e.run();
+  }
+  void cancel() noexcept override {
+    timer_entry& e = entry_;
+    delete this;
+    e.dropped();
+  }
+  void destroy() noexcept override { delete this; }  // submit_due keeps it on refusal
+
+ private:
+  timer_entry& entry_;
+};
+
+}  // namespace
+
+void timer_entry::fire(core& owner) noexcept {
+  std::uint32_t s = scheduled;
+  if (!state_.compare_exchange_strong(s, submitted, std::memory_order_acq_rel)) {
+    // cancel() came between the heap and here; what it left to us is the ending.
+    end(ending::stopped, {});
+    release();
+    return;
+  }
+  auto* t = new (std::nothrow) timer_run(*this);
+  std::error_code why = t == nullptr ? std::error_code(errc::no_memory) : std::error_code{};
+  if (!why) why = owner.submit_due(t, prio);
+  if (!why) return;
+  if (t != nullptr) t->destroy();
+  // Refused (the pool is closed): reported unless cancel() got there first.
+  s = submitted;
+  const bool ours = state_.compare_exchange_strong(s, finished, std::memory_order_acq_rel);
+  end(ours ? ending::refused : ending::stopped, why);
+  release();
+}
+
+void timer_entry::discard() noexcept {
+  // Taken out of the heap by a shutdown, so still `scheduled` unless cancel() got here first;
+  // either way the ending is ours (cancel() ends only what it took out of the heap itself).
+  std::uint32_t s = scheduled;
+  state_.compare_exchange_strong(s, cancelled, std::memory_order_acq_rel);
+  end(ending::stopped, {});
+  release();
+}
+
+outcome timer_entry::run() noexcept {
+  std::uint32_t s = submitted;
+  if (!state_.compare_exchange_strong(s, running, std::memory_order_acq_rel)) {
+    end(ending::stopped, {});  // cancelled while queued
+    release();
+    return outcome::cancelled;
+  }
+  outcome how = outcome::completed;
+  try {
+    call();
+  } catch (...) {
+    report_exception(*owner_, std::current_exception());
+    how = outcome::failed;
+  }
+  if (period_.count() != 0) {
+    timers& q = owner_->timer_queue();
+    std::unique_lock lock(q.lock());
+    s = running;
+    if (state_.compare_exchange_strong(s, scheduled, std::memory_order_acq_rel)) {
+      // The next deadline on the period's grid that is still ahead: runs never overlap, and
+      // periods missed while this run was late or long are skipped, not bunched.
+      const auto now = clock::now();
+      const auto missed = now > deadline ? (now - deadline) / period_ : 0;
+      deadline += (missed + 1) * period_;
+      if (!q.schedule_locked(*this)) return how;
+      state_.store(finished, std::memory_order_release);  // the pool's timers have stopped
+    }
+    lock.unlock();
+    end(ending::stopped, {});  // a periodic timer ends only by being stopped
+    release();
+    return how;
+  }
+  state_.store(finished, std::memory_order_release);
+  end(ending::ran, {});
+  release();
+  return how;
+}
+
+void timer_entry::dropped() noexcept {
+  std::uint32_t s = submitted;
+  state_.compare_exchange_strong(s, cancelled, std::memory_order_acq_rel);
+  end(ending::stopped, {});
+  release();
+}
+
+bool timer_entry::cancel() noexcept {
+  if (done()) return false;  // also the only safe answer once the pool is gone
+  timers& q = owner_->timer_queue();
+  std::unique_lock lock(q.lock());
+  if (q.remove_locked(*this)) {
+    state_.store(cancelled, std::memory_order_release);
+    lock.unlock();
+    end(ending::stopped, {});
+    release();
+    return true;
+  }
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    const bool stoppable =
+        s == scheduled || s == submitted || (s == running && period_.count() != 0);
+    if (!stoppable) return false;
+    // Whoever holds the entry now (the timer thread, the queued task, the run) sees
+    // `cancelled` at its next compare-and-swap and ends it.
+    if (state_.compare_exchange_weak(s, cancelled, std::memory_order_acq_rel)) return true;
+  }
+}
+
+}  // namespace spool::detail
