@@ -178,6 +178,11 @@ TEST(WhenAll, VariadicTuple) {
   EXPECT_EQ(i, 1);
   EXPECT_EQ(s, "b");
   EXPECT_EQ(d, 2.5);
+
+  auto failing = spool::when_all(p.submit([] { return 1; }),
+                                 p.submit([]() -> int { throw std::logic_error("first"); }),
+                                 p.submit([]() -> int { throw std::runtime_error("second"); }));
+  EXPECT_THROW(failing.get(), std::logic_error);
 }
 
 TEST(WhenAll, VectorInOrderAndFirstFailure) {

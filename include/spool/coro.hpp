@@ -173,8 +173,17 @@ class task_result<void> {
   std::exception_ptr failure_;
 };
 
+// Coroutine frames come from the pool's recycled task memory, as tasks do: a frame is often
+// allocated on one worker and freed on another.
+struct frame_memory {
+  static void* operator new(std::size_t size) { return task::operator new(size); }
+  static void operator delete(void* p, std::size_t size) noexcept {
+    task::operator delete(p, size);
+  }
+};
+
 template <class T>
-class task_promise : public task_result<T> {
+class task_promise : public task_result<T>, public frame_memory {
  public:
   spool::task<T> get_return_object() noexcept;
   std::suspend_always initial_suspend() noexcept { return {}; }
@@ -196,7 +205,7 @@ class task_promise : public task_result<T> {
 // The coroutine behind spool::start: awaits the task and completes the future's state. Its
 // frame frees itself at the end. `resume` is how the pool starts it.
 struct root {
-  struct promise_type {
+  struct promise_type : frame_memory {
     root get_return_object() noexcept {
       return root{std::coroutine_handle<promise_type>::from_promise(*this)};
     }

@@ -379,7 +379,8 @@ future<std::tuple<T0, T...>> when_all(future<T0> first, future<T>... rest) {
   using Out = std::tuple<T0, T...>;
   using Inputs = std::tuple<future<T0>, future<T>...>;
   auto build = [](Inputs& f) {
-    return std::apply([](auto&... each) { return Out(each.get()...); }, f);
+    // Braces: the inputs are read (and the first failure rethrown) in argument order.
+    return std::apply([](auto&... each) { return Out{each.get()...}; }, f);
   };
   using Join = detail::join_state<Out, Inputs, decltype(build)>;
   detail::core* owner = detail::future_access<T0>::state_of(first).owner();
