@@ -14,6 +14,7 @@ namespace bench {
 const experiment& empty_experiment();
 const experiment& quicksort_experiment();
 const experiment& fib_experiment();
+const experiment& coro_experiment();
 const experiment& latency_experiment();
 const experiment& unbalanced_experiment();
 const experiment& pc_experiment();
@@ -25,7 +26,7 @@ const experiment& siege_experiment();
 const experiment& cluster_experiment();
 
 inline std::vector<const experiment*> all_experiments() {
-  return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),
+  return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),      &coro_experiment(),
           &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
           &idle_experiment(),    &elastic_experiment(),    &timers_experiment()};
 }

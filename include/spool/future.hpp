@@ -1,24 +1,37 @@
-// spool/future.hpp: the result of pool::submit().
+// spool/future.hpp: the result of pool::submit(), and what composes results without blocking:
+// future::then, shared_future, promise, when_all, when_any. Coroutines are in spool/coro.hpp.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <tuple>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "spool/detail/future_state.hpp"
 #include "spool/error.hpp"
 
 namespace spool {
 
+class pool;
 template <class T>
-class future;
+class shared_future;
+template <class T>
+class promise;
+template <class T>
+struct when_any_result;
 
 namespace detail {
-// For the library's own layers (detail/parallel_support.hpp): a future whose get() must leave
-// its task to the workers, never run it on the waiting thread.
-struct future_access {
-  template <class T>
-  static void keep_on_workers(future<T>& f) noexcept;
-};
+// The pool's core, for the continuations' states (src/api/pool.cpp).
+core* core_of(pool& p) noexcept;
+// Library-internal access to a future's state.
+template <class T>
+struct future_access;
 }  // namespace detail
 
 // Like std::future, with two differences that matter inside a pool:
@@ -37,6 +50,7 @@ struct future_access {
 template <class T>
 class future {
  public:
+  using value_type = T;
   future() noexcept = default;
   future(future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
   future& operator=(future&& other) noexcept {
@@ -89,11 +103,37 @@ class future {
     return s->take();
   }
 
+  // ---- Continuations (spool/coro.hpp adds co_await) ----
+  // Returns the future of f(value), where f runs as a task on this future's pool once this
+  // future is ready; no thread blocks in between. f takes the value (T, T& or nothing for
+  // void). If this future failed or was cancelled, f is not called and the returned future
+  // rethrows the same exception. Leaves this future empty. If the pool refuses the
+  // continuation (shut down), it runs on the thread that completed this future.
+  // Empty future: spool::error(errc::invalid_argument).
+  template <class F>
+  auto then(F&& f) {
+    using G = std::decay_t<F>;
+    using U = typename detail::then_result<T, G>::type;
+    checked();
+    detail::state<T>* s = std::exchange(state_, nullptr);
+    auto* t = new detail::then_task<T, G, U, false>(s, std::forward<F>(f));
+    detail::state<U>* out = t;
+    s->continue_with(t);  // takes over this future's reference to s
+    return future<U>(out);
+  }
+  // Turns this future into a shared one (copyable, many readers). Leaves this future empty.
+  shared_future<T> share() noexcept { return shared_future<T>(std::exchange(state_, nullptr)); }
+
  private:
   template <class>
   friend class future;
-  friend class pool;
+  template <class>
+  friend class shared_future;
+  template <class>
+  friend class promise;
+  template <class>
   friend struct detail::future_access;
+  friend class pool;
   explicit future(detail::state<T>* s) noexcept : state_(s) {}
 
   detail::state<T>& checked() const {
@@ -107,9 +147,329 @@ class future {
   detail::state<T>* state_ = nullptr;
 };
 
+// ---- Continuations: shared_future, promise, when_all, when_any ----
+
+namespace detail {
 template <class T>
-void detail::future_access::keep_on_workers(future<T>& f) noexcept {
-  if (f.state_ != nullptr) f.state_->keep_on_workers();
+struct future_access {
+  static state<T>& state_of(future<T>& f) noexcept { return *f.state_; }
+  static state<T>& state_of(shared_future<T>& f) noexcept { return *f.state_; }
+  static future<T> make(state<T>* s) noexcept { return future<T>(s); }
+  // A future whose get() must leave its task to the workers, never run it on the waiting
+  // thread (detail/parallel_support.hpp: an algorithm's whole run forks on a worker).
+  static void keep_on_workers(future<T>& f) noexcept {
+    if (f.state_ != nullptr) f.state_->keep_on_workers();
+  }
+};
+}  // namespace detail
+
+// A future that many can read: copyable, get() returns a const reference (T& for a reference
+// type, nothing for void) and may be called any number of times, from any number of threads;
+// a failure is rethrown by every get(). Waiting behaves as future's does (help while waiting
+// on a worker of the owning pool). Made by future::share().
+template <class T>
+class shared_future {
+ public:
+  using value_type = T;
+  shared_future() noexcept = default;
+  shared_future(const shared_future& other) noexcept : state_(other.state_) {
+    if (state_ != nullptr) state_->add_ref();
+  }
+  shared_future(shared_future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  shared_future& operator=(shared_future other) noexcept {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~shared_future() {
+    if (state_ != nullptr) state_->release();
+  }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
+  void wait() const { checked().wait(); }
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
+    return checked().wait_until(std::chrono::steady_clock::now() +
+                                std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+  }
+
+  // Waits, then returns the value or rethrows the failure. The future stays valid.
+  decltype(auto) get() const {
+    wait();
+    return state_->peek();
+  }
+
+  // As future::then, but f receives the value as get() returns it, and this future stays
+  // valid: any number of continuations may be attached.
+  template <class F>
+  auto then(F&& f) const {
+    using G = std::decay_t<F>;
+    using Arg = decltype(std::declval<detail::state<T>&>().peek());
+    using U = typename detail::then_result<Arg, G>::type;
+    detail::state<T>& s = checked();
+    s.add_ref();  // the continuation's own reference
+    auto* t = new detail::then_task<T, G, U, true>(&s, std::forward<F>(f));
+    detail::state<U>* out = t;
+    s.continue_with(t);
+    return future<U>(out);
+  }
+
+ private:
+  template <class>
+  friend class future;
+  template <class>
+  friend struct detail::future_access;
+  explicit shared_future(detail::state<T>* s) noexcept : state_(s) {}
+  detail::state<T>& checked() const {
+    if (state_ == nullptr) throw error(errc::invalid_argument, "spool::shared_future has no state");
+    return *state_;
+  }
+  detail::state<T>* state_ = nullptr;
+};
+
+// The writing end of a future that no task computes: completed from any thread by
+// set_value() or set_exception(). Continuations attached to its future run on `p`, which
+// must outlive the promise's completion. A promise destroyed without a result completes its
+// future with spool::task_cancelled (as a dropped task does). get_future() may be called
+// once (again: errc::invalid_argument); setting twice, or after a move: invalid_argument.
+template <class T>
+class promise {
+ public:
+  explicit promise(pool& p);
+  promise(promise&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), future_taken_(other.future_taken_) {}
+  promise& operator=(promise other) noexcept {
+    std::swap(state_, other.state_);
+    std::swap(future_taken_, other.future_taken_);
+    return *this;
+  }
+  promise(const promise&) = delete;
+  ~promise() {
+    if (state_ != nullptr) {
+      detail::promise_state<T>* s = std::exchange(state_, nullptr);
+      s->set_exception(std::make_exception_ptr(task_cancelled()));
+      s->release();
+    }
+  }
+
+  future<T> get_future() {
+    if (state_ == nullptr || future_taken_)
+      throw error(errc::invalid_argument, "spool::promise: no future to take");
+    future_taken_ = true;
+    state_->add_ref();
+    return future<T>(state_);
+  }
+  template <class... A>
+  void set_value(A&&... args) {
+    detail::promise_state<T>* s = take_state();
+    struct releaser {
+      detail::promise_state<T>* s;
+      ~releaser() { s->release(); }
+    } guard{s};
+    std::exception_ptr failure;
+    try {
+      s->set_value(std::forward<A>(args)...);
+    } catch (...) {  // the value's constructor threw: that is the result
+      failure = std::current_exception();
+    }
+    if (failure) s->set_exception(std::move(failure));  // after the handler (see run_root)
+  }
+  void set_exception(std::exception_ptr e) {
+    if (!e) throw error(errc::invalid_argument, "spool::promise: null exception");
+    detail::promise_state<T>* s = take_state();
+    s->set_exception(std::move(e));
+    s->release();
+  }
+
+ private:
+  detail::promise_state<T>* take_state() {
+    if (state_ == nullptr) throw error(errc::invalid_argument, "spool::promise: already set");
+    return std::exchange(state_, nullptr);
+  }
+  // The state is created with two references: the promise's, and one handed to the future.
+  // get_future() adds the future's; the constructor dropped the unused second one.
+  detail::promise_state<T>* state_ = nullptr;
+  bool future_taken_ = false;
+};
+
+// What when_any's future holds: the index of an input that was ready first, and all the
+// inputs, in their order, handed back (inputs[index] is ready; get() it for its value).
+template <class T>
+struct when_any_result {
+  std::size_t index = 0;
+  std::vector<future<T>> futures;
+};
+
+namespace detail {
+
+// Counts inputs down to zero; the last arrival builds the result (every input is ready then).
+template <class Out, class Inputs, class Build>
+class join_state final : public state<Out> {
+ public:
+  join_state(core* owner, Inputs in, std::size_t n, Build build)
+      : state<Out>(owner), inputs_(std::move(in)), left_(n), build_(std::move(build)) {}
+
+  void arrive(std::size_t) noexcept {
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    try {
+      auto call = [this]() -> Out { return build_(inputs_); };
+      this->produce(call);
+    } catch (...) {
+      this->failure_ = std::current_exception();
+    }
+    this->complete();
+    this->release();  // the arrivals' reference
+  }
+  Inputs& inputs() noexcept { return inputs_; }
+
+ private:
+  Inputs inputs_;
+  std::atomic<std::size_t> left_;
+  Build build_;
+};
+
+// The first arrival wins: it hands the inputs back with its index. The arrivals together
+// hold one reference, dropped by the last of them.
+template <class T>
+class any_state final : public state<when_any_result<T>> {
+ public:
+  any_state(core* owner, std::vector<future<T>> in)
+      : state<when_any_result<T>>(owner), inputs_(std::move(in)), left_(inputs_.size()) {}
+
+  void arrive(std::size_t index) noexcept {
+    if (!won_.exchange(true, std::memory_order_acq_rel)) {
+      // Moving a vector and writing a size_t cannot throw.
+      when_any_result<T> r{index, std::move(inputs_)};
+      this->produce_value(std::move(r));
+      this->complete();
+    }
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) this->release();
+  }
+  std::vector<future<T>>& inputs() noexcept { return inputs_; }
+
+ private:
+  std::vector<future<T>> inputs_;
+  std::atomic<bool> won_{false};
+  std::atomic<std::size_t> left_;
+};
+
+// The continuation registered on input `index` of a join_state or any_state. Dropped unrun
+// (a discarding shutdown), it arrives all the same: its input is ready either way.
+template <class Join>
+class arrival final : public continuation_task {
+ public:
+  arrival(Join* j, std::size_t index) noexcept : join_(j), index_(index) {}
+  outcome run(core&) noexcept override {
+    arrive();
+    return outcome::completed;
+  }
+  void cancel() noexcept override { arrive(); }
+
+ private:
+  void arrive() noexcept {
+    Join* j = join_;
+    const std::size_t i = index_;
+    delete this;
+    j->arrive(i);
+  }
+  Join* join_;
+  std::size_t index_;
+};
+
+template <class T>
+state<T>& checked_state(future<T>& f) {
+  if (!f.valid()) throw error(errc::invalid_argument, "spool: when_all/when_any of no future");
+  return future_access<T>::state_of(f);
+}
+
+// Registers an arrival for every input of j, in order.
+template <class Join, class... T>
+void arrive_on(Join* j, future<T>&... in) {
+  std::size_t i = 0;
+  (future_access<T>::state_of(in).continue_with(new arrival<Join>(j, i++)), ...);
+}
+
+}  // namespace detail
+
+// A future of the values of every input, ready once all of them are; if any input failed,
+// it rethrows the exception of the first failed input in argument order. The inputs are
+// moved in. The result belongs to the first input's pool. future<void> inputs are not
+// allowed here (use the vector form). An empty input future: spool::error(errc::invalid_argument).
+template <class T0, class... T>
+  requires(!std::is_void_v<T0> && (!std::is_void_v<T> && ...))
+future<std::tuple<T0, T...>> when_all(future<T0> first, future<T>... rest) {
+  detail::checked_state(first);
+  (detail::checked_state(rest), ...);
+  using Out = std::tuple<T0, T...>;
+  using Inputs = std::tuple<future<T0>, future<T>...>;
+  auto build = [](Inputs& f) {
+    // Braces: the inputs are read (and the first failure rethrown) in argument order.
+    return std::apply([](auto&... each) { return Out{each.get()...}; }, f);
+  };
+  using Join = detail::join_state<Out, Inputs, decltype(build)>;
+  detail::core* owner = detail::future_access<T0>::state_of(first).owner();
+  auto* j = new Join(owner, Inputs(std::move(first), std::move(rest)...), 1 + sizeof...(T), build);
+  future<Out> result = detail::future_access<Out>::make(j);
+  std::apply([j](auto&... each) { detail::arrive_on(j, each...); }, j->inputs());
+  return result;
+}
+
+// The vector form: a future of every value in input order (future<void> for void inputs),
+// with the same failure rule. An empty vector or an empty future in it:
+// spool::error(errc::invalid_argument).
+template <class T>
+auto when_all(std::vector<future<T>> in) {
+  if (in.empty()) throw error(errc::invalid_argument, "spool::when_all of no futures");
+  for (auto& f : in) detail::checked_state(f);
+  using Out = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
+  using Inputs = std::vector<future<T>>;
+  auto build = [](Inputs& fs) -> Out {
+    if constexpr (std::is_void_v<T>) {
+      for (auto& f : fs) f.get();
+    } else {
+      Out values;
+      values.reserve(fs.size());
+      for (auto& f : fs) values.push_back(f.get());
+      return values;
+    }
+  };
+  using Join = detail::join_state<Out, Inputs, decltype(build)>;
+  detail::core* owner = detail::future_access<T>::state_of(in.front()).owner();
+  const std::size_t n = in.size();
+  auto* j = new Join(owner, std::move(in), n, build);
+  future<Out> result = detail::future_access<Out>::make(j);
+  for (std::size_t i = 0; i < n; ++i) {
+    detail::future_access<T>::state_of(j->inputs()[i]).continue_with(
+        new detail::arrival<Join>(j, i));
+  }
+  return result;
+}
+
+// A future that is ready once any input is: it holds the index of the input whose
+// completion was seen first and every input handed back (see when_any_result). It never
+// fails itself: a failed input counts as ready, and its get() rethrows. Inputs completing
+// later are left in the returned futures. An empty vector or an empty future in it:
+// spool::error(errc::invalid_argument).
+template <class T>
+future<when_any_result<T>> when_any(std::vector<future<T>> in) {
+  if (in.empty()) throw error(errc::invalid_argument, "spool::when_any of no futures");
+  for (auto& f : in) detail::checked_state(f);
+  using Any = detail::any_state<T>;
+  detail::core* owner = detail::future_access<T>::state_of(in.front()).owner();
+  const std::size_t n = in.size();
+  auto* a = new Any(owner, std::move(in));
+  future<when_any_result<T>> result = detail::future_access<when_any_result<T>>::make(a);
+  // Register through the states, not the vector: the first arrival may move the vector.
+  std::vector<detail::state<T>*> states;
+  states.reserve(n);
+  for (auto& f : a->inputs()) states.push_back(&detail::future_access<T>::state_of(f));
+  for (std::size_t i = 0; i < n; ++i) states[i]->continue_with(new detail::arrival<Any>(a, i));
+  return result;
+}
+
+template <class T>
+promise<T>::promise(pool& p) : state_(new detail::promise_state<T>(detail::core_of(p))) {
+  state_->release();  // see state_: the future's reference is added by get_future()
 }
 
 }  // namespace spool

@@ -10,6 +10,16 @@
 // still the oldest in the waiter's producer slot, nothing else can take it once the waiter's
 // CAS on the slot's top succeeds, so it runs exactly once, here; complete() then finds no
 // sleeper bits and the wait returns at once.
+//
+// Continuations (then, when_all, when_any, co_await) wait in a second word, continuations_:
+// a stack of continuation_tasks linked through task::next, which complete() swaps for the
+// closed marker. The invariant: every registered task is scheduled exactly once, and never
+// before the result is visible. A registrant pushes with a compare-exchange that fails if the
+// word is closed; complete() writes the result, then exchanges the word. So either the push
+// lands first, and complete()'s exchange (acquire) takes the task with it and schedules it
+// after the result is written, or the registrant reads the closed marker (acquire, pairing
+// with the exchange's release), sees the result, and schedules the task itself. Nothing
+// pushes after the close, so the exchange takes the whole list once.
 #include <climits>
 
 #include "core.hpp"
@@ -17,12 +27,58 @@
 #include "sleep/futex.hpp"
 
 namespace spool::detail {
+namespace {
+
+// The closed marker: no task lives at address 1.
+task* closed_list() noexcept { return reinterpret_cast<task*>(std::uintptr_t{1}); }
+
+}  // namespace
 
 void state_base::complete() noexcept {
   const std::uint32_t old = status_.exchange(k_ready, std::memory_order_seq_cst);
-  // The task still holds its reference, so this object outlives both wakes.
+  // The task still holds its reference, so this object outlives both wakes and the
+  // continuations' scheduling.
   if ((old & k_waited_outside) != 0) futex_wake(status_, INT_MAX);
   if ((old & k_waited_worker) != 0) owner_->sleepers().notify_all();
+  task* list = continuations_.exchange(closed_list(), std::memory_order_acq_rel);
+  if (list == nullptr) return;
+  // Newest first: reverse, so continuations start in the order they were registered.
+  task* ordered = nullptr;
+  while (list != nullptr) {
+    task* next = list->next;
+    list->next = ordered;
+    ordered = list;
+    list = next;
+  }
+  while (ordered != nullptr) {
+    task* next = ordered->next;  // read first: once submitted the task may run and be freed
+    ordered->next = nullptr;
+    schedule_continuation(owner_, static_cast<continuation_task*>(ordered));
+    ordered = next;
+  }
+}
+
+bool state_base::add_continuation(continuation_task* t) noexcept {
+  task* head = continuations_.load(std::memory_order_acquire);
+  do {
+    if (head == closed_list()) return false;
+    t->next = head;
+  } while (!continuations_.compare_exchange_weak(head, t, std::memory_order_release,
+                                                 std::memory_order_acquire));
+  return true;
+}
+
+void state_base::continue_with(continuation_task* t) noexcept {
+  if (!add_continuation(t)) schedule_continuation(owner_, t);
+}
+
+std::error_code submit_continuation(core* owner, continuation_task* t) noexcept {
+  return owner->submit(t);  // a refusal calls t->destroy(), which frees nothing
+}
+
+void schedule_continuation(core* owner, continuation_task* t) noexcept {
+  // Run it here if refused, so the chain it belongs to finishes even on a pool that shut down.
+  if (submit_continuation(owner, t)) t->run(*owner);
 }
 
 bool state_base::mark_waited_by_worker() noexcept {

@@ -24,6 +24,8 @@ pool::~pool() {
 
 std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
 
+detail::core* detail::core_of(pool& p) noexcept { return &pool_access::of(p); }
+
 bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
                                void* context) noexcept {
   return core_->submit_bulk(n, make, context);

@@ -16,6 +16,8 @@
 
 namespace spool::detail {
 
+class continuation_task;
+
 // The completion protocol lives in src/api/future_state.cpp: `status_` goes from pending to ready
 // exactly once; waiters announce themselves with flag bits so the completer knows whom to wake
 // (a futex wake for outside threads, the pool's parker for workers that help while waiting).
@@ -62,6 +64,16 @@ class state_base {
   // reports task_cancelled). States that are not a queued task's cannot be cancelled.
   virtual bool request_cancel() noexcept { return false; }
 
+  // ---- Continuations (then, when_all, when_any, co_await; src/api/future_state.cpp) ----
+  // Adds a reference (shared_future copies, continuations that read the value later).
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Runs t on the owning pool once the state is ready: at once if it is ready now, else
+  // when it completes. Any number may be registered.
+  void continue_with(continuation_task* t) noexcept;
+  // As continue_with, but if the state is ready already, does nothing and returns false (a
+  // coroutine then goes on without suspending).
+  bool add_continuation(continuation_task* t) noexcept;
+
  protected:
   // Publishes the result written before it and wakes the waiters. Called once.
   void complete() noexcept;
@@ -69,6 +81,10 @@ class state_base {
   // longer shares the exception object with the thread that rethrows it. Called once, by get().
   void rethrow_if_failed() {
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+  // For shared_future, whose many readers each rethrow the same exception.
+  void rethrow_if_failed_shared() const {
+    if (failure_) std::rethrow_exception(failure_);
   }
 
   std::exception_ptr failure_;
@@ -83,7 +99,29 @@ class state_base {
   std::atomic<std::uint32_t> refs_{2};  // the task's and the future's
   std::atomic<std::uint8_t> claim_{0};  // see try_claim
   core* owner_;
+  // Continuations waiting for completion, newest first, linked through task::next; becomes
+  // closed_list() when complete() takes them. See continue_with() in future_state.cpp.
+  std::atomic<task*> continuations_{nullptr};
 };
+
+// ---- Continuations ----
+// A task that runs when a future's state becomes ready. It is submitted to the state's pool
+// like any task, with one difference: if the pool refuses it (shut down, or full with
+// full_policy::reject), schedule_continuation() runs it on the calling thread instead, so
+// a chain of continuations always finishes. destroy() therefore frees nothing: run() does.
+class continuation_task : public task {
+ public:
+  void destroy() noexcept final {}
+
+ protected:
+  continuation_task() = default;
+  ~continuation_task() = default;
+};
+
+// Submits t to owner's pool, or runs it on this thread if the pool refuses it.
+void schedule_continuation(core* owner, continuation_task* t) noexcept;
+// Submits t to owner's pool; on a refusal returns why and leaves t to the caller.
+std::error_code submit_continuation(core* owner, continuation_task* t) noexcept;
 
 // Storage for the result type R: values, references (held as pointers) and void.
 template <class R>
@@ -96,6 +134,16 @@ class state : public state_base {
   R take() {
     rethrow_if_failed();
     return std::move(*value_ptr());
+  }
+  // The value without moving it out (shared_future); rethrows a failure each time.
+  const R& peek() const {
+    rethrow_if_failed_shared();
+    return *std::launder(reinterpret_cast<const R*>(storage_));
+  }
+  template <class... A>
+  void produce_value(A&&... args) {
+    ::new (static_cast<void*>(storage_)) R(std::forward<A>(args)...);
+    has_value_ = true;
   }
 
  protected:
@@ -119,6 +167,11 @@ class state<R&> : public state_base {
     rethrow_if_failed();
     return *value_;
   }
+  R& peek() const {
+    rethrow_if_failed_shared();
+    return *value_;
+  }
+  void produce_value(R& r) noexcept { value_ = std::addressof(r); }
 
  protected:
   template <class F>
@@ -135,6 +188,9 @@ class state<void> : public state_base {
  public:
   using state_base::state_base;
   void take() { rethrow_if_failed(); }
+  void peek() const { rethrow_if_failed_shared(); }
+  // Completes a promise's state (see promise_state).
+  void produce_value() noexcept {}
 
  protected:
   template <class F>
@@ -200,6 +256,95 @@ class future_task final : public task, public state<R> {
     this->complete();
   }
 
+  union {
+    F fn_;
+  };
+};
+
+// ---- Continuations: promises and then() ----
+
+// The state behind spool::promise: completed from outside any task. Starts with two
+// references, the promise's and the future's.
+template <class R>
+class promise_state final : public state<R> {
+ public:
+  using state<R>::state;
+  template <class... A>
+  void set_value(A&&... args) {
+    this->produce_value(std::forward<A>(args)...);
+    this->complete();
+  }
+  void set_exception(std::exception_ptr e) noexcept {
+    this->failure_ = std::move(e);
+    this->complete();
+  }
+};
+
+// What then(f) returns a future of: f(value), or f() for a void source.
+template <class Src, class F>
+struct then_result {
+  using type = std::invoke_result_t<F, Src>;
+};
+template <class F>
+struct then_result<void, F> {
+  using type = std::invoke_result_t<F>;
+};
+
+// A continuation that computes fn(source's value) into a state of its own, for
+// future::then and shared_future::then. It holds one reference to the source, which it
+// releases once fn has run (or been dropped). A failed source rethrows from take()/peek()
+// before fn is called, so the failure passes to this state unchanged.
+template <class Src, class F, class R, bool Shared>
+class then_task final : public continuation_task, public state<R> {
+ public:
+  template <class G>
+  then_task(state<Src>* source, G&& fn) : state<R>(source->owner()), source_(source) {
+    ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
+  }
+  ~then_task() override {}  // fn_ is destroyed by run() or cancel()
+
+  outcome run(core&) noexcept override {
+    outcome how = outcome::completed;
+    try {
+      auto call = [this]() -> decltype(auto) {
+        if constexpr (std::is_void_v<Src>) {
+          read();
+          return std::invoke(std::move(fn_));
+        } else {
+          return std::invoke(std::move(fn_), read());
+        }
+      };
+      this->produce(call);
+    } catch (...) {
+      this->failure_ = std::current_exception();
+      how = outcome::failed;
+    }
+    finish();
+    return how;
+  }
+
+  // Dropped unrun by a discarding shutdown: report cancellation, as a dropped task does.
+  void cancel() noexcept override {
+    this->failure_ = std::make_exception_ptr(task_cancelled());
+    finish();
+  }
+
+ private:
+  decltype(auto) read() {
+    if constexpr (Shared) {
+      return source_->peek();
+    } else {
+      return source_->take();
+    }
+  }
+  void finish() noexcept {
+    fn_.~F();
+    source_->release();
+    this->complete();
+    this->release();
+  }
+
+  state<Src>* source_;
   union {
     F fn_;
   };

@@ -88,7 +88,7 @@ void run_in_pool(pool& p, first_failure& failure, Work& work) {
     // The task must run on a worker, where the algorithm forks: a get() here must not run it
     // on this thread (an outside waiter may run its own task, spool/future.hpp).
     future<void> whole = p.submit([&failure, &work] { failure.run(work); });
-    future_access::keep_on_workers(whole);
+    future_access<void>::keep_on_workers(whole);
     whole.get();
   }
   failure.rethrow_if_failed();

@@ -1,5 +1,7 @@
 // Installed-package smoke test: find_package(spool) + spool::spool, with every public C++
-// header (the pool, task groups, parallel algorithms) used from outside the source tree.
+// header (the pool, task groups, parallel algorithms, coroutines) used from outside the source
+// tree.
+#include <spool/coro.hpp>
 #include <spool/parallel.hpp>
 #include <spool/spool.hpp>
 #include <spool/task_group.hpp>
@@ -7,6 +9,13 @@
 #include <atomic>
 #include <cstdio>
 #include <vector>
+
+namespace {
+spool::task<int> doubled(spool::pool& p, int x) {
+  co_await spool::schedule(p);
+  co_return 2 * co_await p.submit([x] { return x; }).then([](int y) { return y; });
+}
+}  // namespace
 
 int main() {
   spool::pool p{spool::config{.threads = 2}};
@@ -34,6 +43,10 @@ int main() {
       return 1;
     }
   }
-  std::puts("cmake consumer: OK (42, task group, parallel_sort)");
+  if (spool::start(p, doubled(p, 21)).get() != 42) {
+    std::fputs("consumer: the coroutine computed a wrong value\n", stderr);
+    return 1;
+  }
+  std::puts("cmake consumer: OK (42, task group, parallel_sort, coroutine)");
   return 0;
 }
