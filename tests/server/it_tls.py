@@ -364,6 +364,52 @@ class TlsSlowHandshakeHoldsNoThreadTest(TlsCase, SiteTestCase):
                     s.close()
 
 
+@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
+@unittest.skipIf(MODEL == "queue", "its handshake stage reads TLS from the first byte")
+class TlsBehindProxyProtocolTest(TlsCase, SiteTestCase):
+    """A trusted proxy's PROXY header comes before the TLS handshake, in plaintext: spoold
+    reads it from the raw socket, then handshakes; the header's source is the client."""
+
+    def test_proxy_header_then_handshake(self):
+        ca, cert, key = self.make_certs(self.tmp.path)
+        extra = ("--trust", "127.0.0.4/32", "--proxy-protocol", "--access-log", "-",
+                 "--header-timeout", str(5 * SCALE))
+        with Spoold(self.site, self.store, tls_args(cert, key, extra)) as server:
+            port = server.tls_port
+            raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            raw.settimeout(10 * SCALE)
+            raw.bind(("127.0.0.4", 0))
+            raw.connect(("127.0.0.1", port))
+            raw.sendall(b"PROXY TCP4 192.0.2.44 127.0.0.1 40000 443\r\n")
+            with client_context(ca).wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                self.assertEqual(get_over(s, "/hello.txt?proxied")[2], HELLO)
+            line = server.out.wait_for(lambda l: "GET /hello.txt?proxied " in l, 30 * SCALE)
+            self.assertIsNotNone(line, "no access-log line")
+            self.assertTrue(line.startswith("192.0.2.44 "), line)
+
+            # Without the header the trusted peer's handshake bytes are a bad header: closed
+            # without an answer and counted as a header error, not as a handshake.
+            bad = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            bad.settimeout(10 * SCALE)
+            bad.bind(("127.0.0.4", 0))
+            bad.connect(("127.0.0.1", port))
+            with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+                client_context(ca).wrap_socket(bad, server_hostname="127.0.0.1")
+            bad.close()
+            metrics = self.tls_metrics_from(server, ca)
+            self.assertEqual(metrics.get("spoold_proxy_header_errors_total", 0), 1)
+
+    def tls_metrics_from(self, server, ca):
+        """/metrics over TLS through the proxy, with a LOCAL v2 header (the proxy itself)."""
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.settimeout(10 * SCALE)
+        raw.bind(("127.0.0.4", 0))
+        raw.connect(("127.0.0.1", server.tls_port))
+        raw.sendall(b"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")
+        with client_context(ca).wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            return parse_prometheus(get_over(s, "/metrics")[2].decode())
+
+
 class TlsOptionsTest(SiteTestCase):
     def test_refusals(self):
         cases = [
@@ -377,6 +423,10 @@ class TlsOptionsTest(SiteTestCase):
         if MODEL not in TLS_PORT_MODELS:
             cases.append((["--tls-port", "0", "--tls-cert", "c", "--tls-key", "k"],
                           "--tls-port needs --model epoll or poll"))
+        if MODEL == "queue":
+            cases.append((["--tls-only", "on", "--tls-cert", "c", "--tls-key", "k", "--trust",
+                           "127.0.0.4/32", "--proxy-protocol"],
+                          "--proxy-protocol with --tls-only needs a model other than queue"))
         for args, message in cases:
             done = run_spoold(["--port", "0", "--store", self.store] + args)
             self.assertEqual(done.returncode, 2, (args, done.stderr))
