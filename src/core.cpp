@@ -107,7 +107,7 @@ std::error_code core::wait_idle() noexcept {
 
 std::error_code core::wait_idle_until(std::chrono::steady_clock::time_point deadline,
                                       bool* idle) noexcept {
-  if (is_own_worker()) return errc::would_deadlock;
+  if (is_own_worker() || runs_own_task_here()) return errc::would_deadlock;
   sleep_.outside_sleeps();
   *idle = idle_.wait_until(deadline);
   return {};
