@@ -37,6 +37,7 @@ PACKAGES=(
   libhiredis-dev   # the Redis guestbook store
   libssl-dev       # OpenSSL: spoold's TLS, and spool-bench's TLS handshake client
   openssl          # the TLS tests make their certificates with it
+  curl             # the TLS tests talk to spoold with it too
   redis-server     # started by the integration tests on a free port, and by make cluster
   redis-sentinel   # make cluster and the fleet tests: failover of the guestbook's Redis
   haproxy          # make cluster and the fleet tests: the load balancer in front of the nodes

@@ -10,7 +10,6 @@ epoll and poll serve TLS on --tls-port beside plain HTTP; the other models serve
 
 import http.client
 import os
-import shutil
 import signal
 import socket
 import ssl
@@ -142,7 +141,6 @@ class TlsCase:
         return self.tls_metrics(server, ca)[f'spoold_tls_handshake_failures_total{{reason="{reason}"}}']
 
 
-@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
 class TlsTest(TlsCase, ServerTestCase):
     @classmethod
     def setUpClass(cls):
@@ -248,7 +246,6 @@ class TlsTest(TlsCase, ServerTestCase):
         with tls_connect(self.server.tls_port, client_context(self.ca)) as s:
             self.assertEqual(get_over(s, "/hello.txt")[2], HELLO)
 
-    @unittest.skipUnless(shutil.which("curl"), "needs curl")
     def test_curl_keep_alive_file_and_post(self):
         base = f"https://127.0.0.1:{self.server.tls_port}"
         out_dir = os.path.join(self.tmp.path, "curl")
@@ -286,7 +283,6 @@ class TlsTest(TlsCase, ServerTestCase):
         self.assertEqual(resp.body, HELLO)
 
 
-@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
 class TlsReloadTest(TlsCase, SiteTestCase):
     def test_sighup_switches_certificate_and_keeps_connections(self):
         d = self.tmp.path
@@ -322,7 +318,6 @@ class TlsReloadTest(TlsCase, SiteTestCase):
                 old.close()
 
 
-@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
 class TlsIpv6Test(TlsCase, SiteTestCase):
     def test_tls_on_ipv6_loopback(self):
         ca, cert, key = self.make_certs(self.tmp.path)
@@ -339,7 +334,6 @@ class TlsIpv6Test(TlsCase, SiteTestCase):
 HANDSHAKE_WITHOUT_THREAD = ("epoll", "poll", "queue")
 
 
-@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
 @unittest.skipUnless(MODEL in HANDSHAKE_WITHOUT_THREAD, "a handshake holds its thread here")
 class TlsSlowHandshakeHoldsNoThreadTest(TlsCase, SiteTestCase):
     def test_served_while_handshakes_wait(self):
@@ -364,7 +358,6 @@ class TlsSlowHandshakeHoldsNoThreadTest(TlsCase, SiteTestCase):
                     s.close()
 
 
-@unittest.skipUnless(shutil.which("openssl"), "the openssl command makes the certificates")
 @unittest.skipIf(MODEL == "queue", "its handshake stage reads TLS from the first byte")
 class TlsBehindProxyProtocolTest(TlsCase, SiteTestCase):
     """A trusted proxy's PROXY header comes before the TLS handshake, in plaintext: spoold
