@@ -304,10 +304,10 @@ namespace detail {
 
 // Counts inputs down to zero; the last arrival builds the result (every input is ready then).
 template <class Out, class Inputs, class Build>
-class join_state final : public state<Out> {
+class join_state final : public unqueued_state<Out> {
  public:
   join_state(core* owner, Inputs in, std::size_t n, Build build)
-      : state<Out>(owner), inputs_(std::move(in)), left_(n), build_(std::move(build)) {}
+      : unqueued_state<Out>(owner), inputs_(std::move(in)), left_(n), build_(std::move(build)) {}
 
   void arrive(std::size_t) noexcept {
     if (left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -315,7 +315,7 @@ class join_state final : public state<Out> {
       auto call = [this]() -> Out { return build_(inputs_); };
       this->produce(call);
     } catch (...) {
-      this->failure_ = std::current_exception();
+      this->fail(std::current_exception());
     }
     this->complete();
     this->release();  // the arrivals' reference
@@ -331,10 +331,10 @@ class join_state final : public state<Out> {
 // The first arrival wins: it hands the inputs back with its index. The arrivals together
 // hold one reference, dropped by the last of them.
 template <class T>
-class any_state final : public state<when_any_result<T>> {
+class any_state final : public unqueued_state<when_any_result<T>> {
  public:
   any_state(core* owner, std::vector<future<T>> in)
-      : state<when_any_result<T>>(owner), inputs_(std::move(in)), left_(inputs_.size()) {}
+      : unqueued_state<when_any_result<T>>(owner), inputs_(std::move(in)), left_(inputs_.size()) {}
 
   void arrive(std::size_t index) noexcept {
     if (!won_.exchange(true, std::memory_order_acq_rel)) {

@@ -494,8 +494,8 @@ class blocking_region {
 namespace detail {
 // Opens a fresh isolation region on the calling worker and returns the one it was in (0 for
 // none); off a worker it does nothing and returns 0. isolation_leave restores it.
-std::uintptr_t isolation_enter() noexcept;
-void isolation_leave(std::uintptr_t outer) noexcept;
+region_id isolation_enter() noexcept;
+void isolation_leave(region_id outer) noexcept;
 }  // namespace detail
 
 // Runs f() and returns what it returns (or lets its exception through), in an isolation
@@ -522,7 +522,7 @@ void isolation_leave(std::uintptr_t outer) noexcept;
 template <class F>
 decltype(auto) isolate(F&& f) {
   struct region {
-    std::uintptr_t outer = detail::isolation_enter();
+    detail::region_id outer = detail::isolation_enter();
     region() noexcept = default;
     region(const region&) = delete;
     region& operator=(const region&) = delete;

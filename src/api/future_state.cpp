@@ -12,7 +12,7 @@
 // sleeper bits and the wait returns at once.
 //
 // Continuations (then, when_all, when_any, co_await) wait in a second word, continuations_:
-// a stack of continuation_tasks linked through task::next, which complete() swaps for the
+// a stack of continuation tasks linked through task::next, which complete() swaps for the
 // closed marker. The invariant: every registered task is scheduled exactly once, and never
 // before the result is visible. A registrant pushes with a compare-exchange that fails if the
 // word is closed; complete() writes the result, then exchanges the word. So either the push
@@ -53,12 +53,12 @@ void state_base::complete() noexcept {
   while (ordered != nullptr) {
     task* next = ordered->next;  // read first: once submitted the task may run and be freed
     ordered->next = nullptr;
-    schedule_continuation(owner_, static_cast<continuation_task*>(ordered));
+    schedule_continuation(owner_, ordered);
     ordered = next;
   }
 }
 
-bool state_base::add_continuation(continuation_task* t) noexcept {
+bool state_base::add_continuation(task* t) noexcept {
   task* head = continuations_.load(std::memory_order_acquire);
   do {
     if (head == closed_list()) return false;
@@ -68,15 +68,15 @@ bool state_base::add_continuation(continuation_task* t) noexcept {
   return true;
 }
 
-void state_base::continue_with(continuation_task* t) noexcept {
+void state_base::continue_with(task* t) noexcept {
   if (!add_continuation(t)) schedule_continuation(owner_, t);
 }
 
-std::error_code submit_continuation(core* owner, continuation_task* t) noexcept {
+std::error_code submit_continuation(core* owner, task* t) noexcept {
   return owner->submit(t);  // a refusal calls t->destroy(), which frees nothing
 }
 
-void schedule_continuation(core* owner, continuation_task* t) noexcept {
+void schedule_continuation(core* owner, task* t) noexcept {
   // Run it here if refused, so the chain it belongs to finishes even on a pool that shut down.
   if (submit_continuation(owner, t)) t->run(*owner);
 }
@@ -90,7 +90,7 @@ void state_base::wait() noexcept {
   if (owner_->is_own_worker()) {
     waitable<state_base> target(*this);
     owner_->help_until(target, nullptr);
-  } else if (own_task_ == nullptr || !owner_->run_own_task(own_task_)) {
+  } else if (!own_task_ || !owner_->run_own_task(this)) {
     wait_outside(nullptr);
   }
 }

@@ -120,7 +120,7 @@ task* injector::pop(priority p) noexcept {
   return t;
 }
 
-task* injector::pop_isolated(priority p, std::uintptr_t region) noexcept {
+task* injector::pop_isolated(priority p, region_id region) noexcept {
   if (queued(p) == 0) return nullptr;
   const int level = index(p);
   std::unique_lock lock(mu_);

@@ -44,7 +44,7 @@ class injector {
   task* pop(priority p) noexcept;
 
   // The oldest task of level p whose isolation tag is `region` (a walk under the lock).
-  task* pop_isolated(priority p, std::uintptr_t region) noexcept;
+  task* pop_isolated(priority p, region_id region) noexcept;
 
   // Refuses every later push and wakes blocked producers with errc::shut_down.
   void close() noexcept;

@@ -77,7 +77,7 @@ class queues {
   // With own_deque false only the injector is searched: w's last look before it parks, when
   // no other thread can have pushed to w's deque since w's previous look (only w pushes
   // there), and a pass over it would notify w itself, listed by then.
-  task* find_isolated(worker& w, std::uintptr_t region, bool own_deque = true) noexcept;
+  task* find_isolated(worker& w, region_id region, bool own_deque = true) noexcept;
 
   // The calling thread (outside the pool) takes t back from its own producer slot, to run it
   // itself: only if t is the oldest task queued there and no worker's batch holds older ones

@@ -19,8 +19,8 @@
 //    submitting worker's current region (worker::isolation) by every path that queues a task
 //    from a worker: submit, submit_bulk, range tickets, fork_join.
 //  - execute() runs a task in its own region and restores the worker's afterwards; isolate()
-//    opens a fresh region number (never reused, so a task of an ended region matches no later
-//    one) and restores the outer one on the way out, exception or not.
+//    opens a fresh region number and restores the outer one on the way out, exception or
+//    not. Numbers repeat only after 2^32 regions; isolation_enter says what a repeat costs.
 //  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R
 //    (find_for_wait -> queues::find_isolated; fork_join's own pops of the tasks above its
 //    half likewise, api/join.cpp). A task outside R that the waited-for work depends
@@ -161,7 +161,7 @@ void core::execute(worker* w, task* t) noexcept {
   }
   // The task runs in the region it was submitted in, and so do the tasks it submits and its
   // waits; the worker's own region comes back when it returns (the task may be freed by then).
-  const std::uintptr_t outer = w->isolation;
+  const region_id outer = w->isolation;
   w->isolation = t->isolation;
   add_owned32(w->depth, +1);
   const outcome how = t->run(*this);
@@ -241,18 +241,23 @@ bool core::help_until(wait_target& until,
   }
 }
 
-std::uintptr_t isolation_enter() noexcept {
+region_id isolation_enter() noexcept {
   worker* w = tls_worker;
   if (w == nullptr) return 0;
-  // A fresh number for each region, never reused in the process's life: a task left queued
-  // by a region that has ended can never be taken for one of a later region.
-  static std::atomic<std::uintptr_t> next_region{1};
-  const std::uintptr_t outer = w->isolation;
-  w->isolation = next_region.fetch_add(1, std::memory_order_relaxed);
+  // A fresh number for each region from a process-wide 32-bit counter that skips 0, so a
+  // number repeats only after 2^32 regions (task::isolation is 32 bits to keep every task
+  // small). Only then could a region's waits take a task of an older region with the same
+  // number, still queued or still open: the help any wait outside a region gives, so the
+  // worst case is the hazard isolation exists to remove, never a lost or doubled task.
+  static std::atomic<region_id> next_region{1};
+  const region_id outer = w->isolation;
+  region_id fresh = next_region.fetch_add(1, std::memory_order_relaxed);
+  if (fresh == 0) fresh = next_region.fetch_add(1, std::memory_order_relaxed);
+  w->isolation = fresh;
   return outer;
 }
 
-void isolation_leave(std::uintptr_t outer) noexcept {
+void isolation_leave(region_id outer) noexcept {
   if (worker* w = tls_worker) w->isolation = outer;
 }
 

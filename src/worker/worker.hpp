@@ -49,7 +49,7 @@ struct worker {
   // worker/loop.cpp: the isolation region this worker is in (spool::isolate): the region of
   // the task it runs, or one an isolate() call on it opened; 0 for none. Owner only. Tasks it
   // submits carry it, and its waits (help_until) run only tasks that carry it.
-  std::uintptr_t isolation = 0;
+  region_id isolation = 0;
 
   // quiescence/: this worker's counts (written by it alone), and the tasks it is running
   // (nested when helping).

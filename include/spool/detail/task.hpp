@@ -13,6 +13,10 @@ namespace spool::detail {
 
 class core;
 
+// An isolation region's number (spool::isolate); 0 is no region. 32 bits keep task small:
+// see isolation_enter (src/worker/loop.cpp) for when numbers repeat.
+using region_id = std::uint32_t;
+
 // How a task left the pool through run(): it returned, it threw, or it decided not to run its
 // work (a task group that was cancelled before the task started).
 enum class outcome : unsigned char { completed, failed, cancelled };
@@ -24,8 +28,9 @@ class task {
  public:
   task* next = nullptr;  // link while in the injector; owned by whoever holds the task
   // The isolation region the task was submitted in (spool::isolate), 0 for none. Set by the
-  // pool when a worker submits it (the worker's current region), read when it runs.
-  std::uintptr_t isolation = 0;
+  // pool when a worker submits it (the worker's current region), read when it runs. The
+  // 4 bytes after it are the first of a derived class (state_base's counters).
+  region_id isolation = 0;
 
   // Runs the work. Returns outcome::failed if it threw (the exception has gone to the task's
   // future or to the pool's exception handler by then).

@@ -151,7 +151,7 @@ class timer_entry_of final : public timer_entry {
 // when due. future::cancel() claims it (state_base::try_claim) and, if it is still in the
 // heap, takes it out, so a cancelled delayed task costs the timer thread no wake-up.
 template <class F, class R>
-class delayed_task final : public task, public state<R>, public timer_node {
+class delayed_task final : public state<R>, public timer_node {
  public:
   template <class G>
   delayed_task(core* owner, G&& fn) : state<R>(owner) {
@@ -159,23 +159,7 @@ class delayed_task final : public task, public state<R>, public timer_node {
   }
   ~delayed_task() override {}
 
-  outcome run(core&) noexcept override {
-    if (!this->try_claim()) {
-      this->release();
-      return outcome::cancelled;
-    }
-    outcome how = outcome::completed;
-    try {
-      this->produce(fn_);
-    } catch (...) {
-      this->failure_ = std::current_exception();
-      how = outcome::failed;
-    }
-    fn_.~F();
-    this->complete();
-    this->release();
-    return how;
-  }
+  outcome run(core&) noexcept override { return this->run_claimed(fn_); }
   void cancel() noexcept override { fail(std::make_exception_ptr(task_cancelled())); }
   // The timer queue refused it, so its future was never handed out: drop both references.
   void destroy() noexcept override {
@@ -193,9 +177,7 @@ class delayed_task final : public task, public state<R>, public timer_node {
 
   bool request_cancel() noexcept override {
     if (!this->try_claim()) return false;
-    fn_.~F();
-    this->failure_ = std::make_exception_ptr(task_cancelled());
-    this->complete();
+    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
     // Out of the heap: the task's reference is ours. Otherwise the timer thread or the pool
     // holds the task, and run() or cancel() will find it claimed and drop that reference.
     if (timer_remove(*this->owner(), *this)) this->release();
@@ -206,11 +188,7 @@ class delayed_task final : public task, public state<R>, public timer_node {
   // The task will never run: the future reports e (unless cancelled first); drops the
   // task's reference.
   void fail(std::exception_ptr e) noexcept {
-    if (this->try_claim()) {
-      fn_.~F();
-      this->failure_ = std::move(e);
-      this->complete();
-    }
+    if (this->try_claim()) this->complete_unrun(fn_, std::move(e));
     this->release();
   }
 
