@@ -7,21 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "experiments/experiments.hpp"
-#include "peers/all_peers.hpp"
-#include "workload/fib.hpp"
+#include "experiments/fib_common.hpp"
 
 namespace bench {
 
 namespace {
-
-sample timed_ms(std::int64_t expected, std::string_view who, auto&& compute) {
-  const auto t0 = steady::now();
-  const std::int64_t got = compute();
-  const double ms = seconds_since(t0) * 1e3;
-  check(got == expected, std::string(who) + ": fib computed a wrong value");
-  return {ms, {}};
-}
 
 // fib(n-1) is started on the pool, fib(n-2) awaited here; the parent suspends on the child's
 // future instead of waiting inside its task.
@@ -71,20 +61,8 @@ void run(const options& o, results& out) {
                         return pool.submit(root).get();
                       });
                     })});
-      // The peers' fork_join: spool's is parallel_invoke; oneTBB's a task_group.
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
-        if constexpr (!P::no_fork_join.empty()) {
-          return not_available(variant, P::name, P::no_fork_join);
-        } else {
-          return contender{
-              variant, std::string(P::name), {}, fresh_run<P>(threads, [=](P& p) {
-                return timed_ms(expected, P::name, [&] {
-                  std::int64_t result = 0;
-                  p.run_and_wait([&] { p.post([&] { result = fib::fork_join(p, n, cutoff); }); });
-                  return result;
-                });
-              })};
-        }
+        return fork_join_fib<P>(variant, threads, n, cutoff, expected);
       });
       std::vector<row> rows = measure_point("coro", variant, threads, m, std::move(cs), o.repeat);
       // rows[0] is the coroutine fib; the goal is its median over parallel_invoke's (peer

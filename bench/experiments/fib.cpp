@@ -7,21 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "experiments/experiments.hpp"
-#include "peers/all_peers.hpp"
-#include "workload/fib.hpp"
+#include "experiments/fib_common.hpp"
 
 namespace bench {
 
 namespace {
-
-sample timed_ms(std::int64_t expected, std::string_view who, auto&& compute) {
-  const auto t0 = steady::now();
-  const std::int64_t got = compute();
-  const double ms = seconds_since(t0) * 1e3;
-  check(got == expected, std::string(who) + ": fib computed a wrong value");
-  return {ms, {}};
-}
 
 // The arguments of fib(n)'s serial leaves: the calls below the cutoff, in depth-first order.
 void leaves_of(int n, int cutoff, std::vector<int>& out) {
@@ -100,19 +90,7 @@ void run(const options& o, results& out) {
                       return ideal_ms(expected, leaves, threads);
                     }});
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
-        if constexpr (!P::no_fork_join.empty()) {
-          return not_available(variant, P::name, P::no_fork_join);
-        } else {
-          return contender{
-              variant, std::string(P::name), {}, fresh_run<P>(threads, [=](P& p) {
-                return timed_ms(expected, P::name, [&] {
-                  std::int64_t result = 0;
-                  // The root is a task too: every call waits inside a task.
-                  p.run_and_wait([&] { p.post([&] { result = fib::fork_join(p, n, cutoff); }); });
-                  return result;
-                });
-              })};
-        }
+        return fork_join_fib<P>(variant, threads, n, cutoff, expected);
       });
       std::vector<row> rows = measure_point("fib", variant, threads, m, std::move(cs), o.repeat);
       // rows[0] is the serial fib, rows[1] the ideal schedule, then the peers. Every ratio is
