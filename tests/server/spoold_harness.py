@@ -341,6 +341,15 @@ class Spoold:
             raise AssertionError(f"/metrics gave {resp.status}")
         return parse_prometheus(resp.body.decode())
 
+    def metrics_once_admitted(self, timeout=30):
+        """metrics(), retried while the connection is refused: after connections close, the
+        server gives their places back when it sees them end, which can be after the client's
+        close() returned, so a new connection may be refused (503) for a moment."""
+        def served():
+            resp = self.get("/metrics")
+            return parse_prometheus(resp.body.decode()) if resp.status == 200 else None
+        return wait_until(served, timeout, "/metrics to be served once places came back")
+
 
 def sqlite_store(tmp):
     return "sqlite:" + os.path.join(tmp, "g.db")
