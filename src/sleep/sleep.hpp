@@ -23,6 +23,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -79,13 +80,36 @@ class sleep_control {
   // max_spinners. True if worth another look.
   template <class Done>
   bool spin(Done done) noexcept {
-    if (spin_rounds_ == 0 || !parker_.try_start_spinning()) return false;
+    return spin_rounds(done, spin_rounds_);
+  }
+  // An idle worker's spin, shortened by its record. `misses` (kept by the worker) counts its
+  // spins in a row that found nothing after a single task (`after_one`: the worker ran at
+  // most one task since it last went idle). After k_miss_limit of those it only pauses (the
+  // first k_pause_rounds) before it parks, until a spin finds work or it runs a longer stretch
+  // of tasks. That is sparse work: single tasks further apart than a spin (timers firing a
+  // few times a second, a trickle of requests), for which each spin's sched_yield() calls
+  // cost CPU and buy nothing. A worker that runs dry after many tasks (a stream of
+  // submissions that it outpaces) keeps the whole spin, which catches the next task.
+  bool idle_spin(std::uint8_t& misses, bool after_one) noexcept {
+    const unsigned rounds =
+        misses < k_miss_limit ? spin_rounds_ : std::min(spin_rounds_, k_pause_rounds);
+    const bool found = spin_rounds([] { return false; }, rounds);
+    if (found || !after_one) {
+      misses = 0;
+    } else if (misses < k_miss_limit) {
+      ++misses;
+    }
+    return found;
+  }
+  template <class Done>
+  bool spin_rounds(Done done, unsigned rounds) noexcept {
+    if (rounds == 0 || !parker_.try_start_spinning()) return false;
     // The first rounds only pause: the next task of a burst usually comes within them. Later
     // rounds yield the processor instead, so a spinner never holds a core that a runnable
     // thread of the same machine (a submitter, a worker with work) is waiting for: with more
     // threads than cores, a plain spinner would take that core from them for its whole spin.
     bool found = false;
-    for (unsigned round = 0; round < spin_rounds_ && !found; ++round) {
+    for (unsigned round = 0; round < rounds && !found; ++round) {
       if (round < k_pause_rounds) {
         for (int i = 0; i < 16; ++i) cpu_relax();
       } else {
@@ -127,6 +151,9 @@ class sleep_control {
 
   // Rounds of spin() that only pause before later rounds yield (a few microseconds).
   static constexpr unsigned k_pause_rounds = 8;
+  // Spins in a row that found nothing after one task before an idle worker's spin shrinks
+  // (idle_spin).
+  static constexpr std::uint8_t k_miss_limit = 4;
 
   // Whether waking one more worker would crowd the CPUs: deferral is on, an outside thread
   // submitted lately, and the awake workers (not asleep, not in a blocking region, counting

@@ -70,7 +70,10 @@ void core::run_worker(worker& w) noexcept {
       continue;
     }
     if (!threads_.idle(w)) threads_.went_idle(w);
-    if (sleep_.spin([] { return false; })) continue;
+    const std::uint64_t completed = w.stats.completed.load(std::memory_order_relaxed);
+    const bool after_one = completed - w.completed_at_idle <= 1;
+    w.completed_at_idle = completed;
+    if (sleep_.idle_spin(w.spin_misses, after_one)) continue;
     end = rest(w, searching);
   }
   threads_.thread_ends(w, end == rest_end::retired);
