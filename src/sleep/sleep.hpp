@@ -152,8 +152,10 @@ class sleep_control {
   // Rounds of spin() that only pause before later rounds yield (a few microseconds).
   static constexpr unsigned k_pause_rounds = 8;
   // Spins in a row that found nothing after one task before an idle worker's spin shrinks
-  // (idle_spin).
-  static constexpr std::uint8_t k_miss_limit = 4;
+  // (idle_spin): a third of a second of timers at 100 per second, and long enough that a
+  // stream of tasks which two workers share (each sometimes finding the other took the
+  // next) does not shrink it.
+  static constexpr std::uint8_t k_miss_limit = 32;
 
   // Whether waking one more worker would crowd the CPUs: deferral is on, an outside thread
   // submitted lately, and the awake workers (not asleep, not in a blocking region, counting
