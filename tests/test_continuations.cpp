@@ -8,6 +8,9 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "stress_scale.hpp"
@@ -183,6 +186,30 @@ TEST(WhenAll, VariadicTuple) {
                                  p.submit([]() -> int { throw std::logic_error("first"); }),
                                  p.submit([]() -> int { throw std::runtime_error("second"); }));
   EXPECT_THROW(failing.get(), std::logic_error);
+}
+
+TEST(WhenAll, VariadicVoidInputHoldsItsPlace) {
+  spool::pool p(pool_config(2));
+  std::atomic<bool> ran{false};
+  auto all = spool::when_all(p.submit([] { return 7; }), p.submit([&ran] { ran = true; }),
+                             p.submit([] { return std::string("c"); }));
+  static_assert(
+      std::is_same_v<decltype(all), spool::future<std::tuple<int, std::monostate, std::string>>>);
+  auto [i, nothing, s] = all.get();
+  EXPECT_EQ(i, 7);
+  EXPECT_EQ(nothing, std::monostate{});
+  EXPECT_EQ(s, "c");
+  EXPECT_TRUE(ran.load());
+
+  // A failed void input is rethrown like any other, first in argument order.
+  auto failing = spool::when_all(p.submit([] { return 1; }),
+                                 p.submit([] { throw std::logic_error("void first"); }),
+                                 p.submit([]() -> int { throw std::runtime_error("second"); }));
+  EXPECT_THROW(failing.get(), std::logic_error);
+
+  auto only_voids = spool::when_all(p.submit([] {}), p.submit([] {}));
+  auto both = only_voids.get();
+  static_assert(std::is_same_v<decltype(both), std::tuple<std::monostate, std::monostate>>);
 }
 
 TEST(WhenAll, VectorInOrderAndFirstFailure) {

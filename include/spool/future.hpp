@@ -11,6 +11,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "spool/detail/future_state.hpp"
@@ -389,22 +390,38 @@ void arrive_on(Join* j, future<T>&... in) {
   (future_access<T>::state_of(in).continue_with(new arrival<Join>(j, i++)), ...);
 }
 
+// A variadic when_all's tuple element for an input of type T: T itself, or std::monostate
+// for void, which has no value to hold.
+template <class T>
+using slot_of = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+template <class T>
+slot_of<T> take_slot(future<T>& f) {
+  if constexpr (std::is_void_v<T>) {
+    f.get();
+    return std::monostate{};
+  } else {
+    return f.get();
+  }
+}
+
 }  // namespace detail
 
 // A future of the values of every input, ready once all of them are; if any input failed,
 // it rethrows the exception of the first failed input in argument order. The inputs are
-// moved in. The result belongs to the first input's pool. future<void> inputs are not
-// allowed here (use the vector form). An empty input future: spool::error(errc::invalid_argument).
+// moved in. The result belongs to the first input's pool. A future<void> input gives a
+// std::monostate in its place, so positions in the tuple match positions in the call. An
+// empty input future: spool::error(errc::invalid_argument).
 template <class T0, class... T>
-  requires(!std::is_void_v<T0> && (!std::is_void_v<T> && ...))
-future<std::tuple<T0, T...>> when_all(future<T0> first, future<T>... rest) {
+future<std::tuple<detail::slot_of<T0>, detail::slot_of<T>...>> when_all(future<T0> first,
+                                                                        future<T>... rest) {
   detail::checked_state(first);
   (detail::checked_state(rest), ...);
-  using Out = std::tuple<T0, T...>;
+  using Out = std::tuple<detail::slot_of<T0>, detail::slot_of<T>...>;
   using Inputs = std::tuple<future<T0>, future<T>...>;
   auto build = [](Inputs& f) {
     // Braces: the inputs are read (and the first failure rethrown) in argument order.
-    return std::apply([](auto&... each) { return Out{each.get()...}; }, f);
+    return std::apply([](auto&... each) { return Out{detail::take_slot(each)...}; }, f);
   };
   using Join = detail::join_state<Out, Inputs, decltype(build)>;
   detail::core* owner = detail::future_access<T0>::state_of(first).owner();
