@@ -70,9 +70,9 @@ void core::run_worker(worker& w) noexcept {
       continue;
     }
     if (!threads_.idle(w)) threads_.went_idle(w);
-    const std::uint64_t completed = w.stats.completed.load(std::memory_order_relaxed);
-    const bool after_one = completed - w.completed_at_idle <= 1;
-    w.completed_at_idle = completed;
+    const std::uint64_t finished = w.stats.finished(std::memory_order_relaxed);
+    const bool after_one = finished - w.finished_at_idle <= 1;
+    w.finished_at_idle = finished;
     if (sleep_.idle_spin(w.spin_misses, after_one)) continue;
     end = rest(w, searching);
   }

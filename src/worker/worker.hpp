@@ -42,11 +42,12 @@ struct worker {
   // Whose stolen batch this worker last took a task from: tried first by the next steal,
   // since a producer's run is served from one batch at a time (queues::steal).
   std::size_t batch_hint = 0;
-  std::uint32_t searches = 0;    // find_task calls, to look at low-priority aging now and then
+  std::uint32_t searches = 0;  // find_task calls, to look at low-priority aging now and then
   // worker/loop.cpp: idle spins in a row that found nothing after a single task, and the
-  // count of completed tasks when the worker last went idle (sleep_control::idle_spin).
+  // count of tasks it had finished (run or dropped) when it last went idle
+  // (sleep_control::idle_spin).
   std::uint8_t spin_misses = 0;
-  std::uint64_t completed_at_idle = 0;
+  std::uint64_t finished_at_idle = 0;
   bool high_streak = false;      // the last task taken was high priority
   clock::time_point high_since;  // when that run of high-priority tasks began
 

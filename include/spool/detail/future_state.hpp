@@ -252,6 +252,13 @@ class state : public state_base {
     fail(std::move(e));
     complete();
   }
+  // The task will never run (dropped by the pool, or refused): unless its future cancelled it
+  // first, completes with failure e; then drops the task's reference.
+  template <class F>
+  void drop_unrun(F& fn, std::exception_ptr e) noexcept {
+    if (try_claim()) complete_unrun(fn, std::move(e));
+    release();
+  }
 
  private:
   stored& value() noexcept { return *std::launder(reinterpret_cast<stored*>(storage_)); }
@@ -265,9 +272,8 @@ class state : public state_base {
     return *std::launder(reinterpret_cast<const std::exception_ptr*>(storage_));
   }
 
-  alignas(stored) alignas(std::exception_ptr) unsigned char
-      storage_[sizeof(stored) > sizeof(std::exception_ptr) ? sizeof(stored)
-                                                            : sizeof(std::exception_ptr)];
+  alignas(stored) alignas(std::exception_ptr) unsigned char storage_
+      [sizeof(stored) > sizeof(std::exception_ptr) ? sizeof(stored) : sizeof(std::exception_ptr)];
 };
 
 // A state that is completed by whoever holds it and never enters a queue (promise_state,
@@ -299,8 +305,7 @@ class future_task final : public state<R> {
   outcome run(core&) noexcept override { return this->run_claimed(fn_); }
 
   void cancel() noexcept override {
-    if (this->try_claim()) this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
-    this->release();
+    this->drop_unrun(fn_, std::make_exception_ptr(task_cancelled()));
   }
 
   bool request_cancel() noexcept override {

@@ -160,7 +160,9 @@ class delayed_task final : public state<R>, public timer_node {
   ~delayed_task() override {}
 
   outcome run(core&) noexcept override { return this->run_claimed(fn_); }
-  void cancel() noexcept override { drop(std::make_exception_ptr(task_cancelled())); }
+  void cancel() noexcept override {
+    this->drop_unrun(fn_, std::make_exception_ptr(task_cancelled()));
+  }
   // The timer queue refused it, so its future was never handed out: drop both references.
   void destroy() noexcept override {
     fn_.~F();
@@ -170,7 +172,7 @@ class delayed_task final : public state<R>, public timer_node {
 
   void fire(core& owner) noexcept override {
     if (std::error_code why = submit_due(owner, this, prio)) {
-      drop(std::make_exception_ptr(error(static_cast<errc>(why.value()))));
+      this->drop_unrun(fn_, std::make_exception_ptr(error(static_cast<errc>(why.value()))));
     }
   }
   void discard() noexcept override { cancel(); }
@@ -185,13 +187,6 @@ class delayed_task final : public state<R>, public timer_node {
   }
 
  private:
-  // The task will never run: the future reports e (unless cancelled first); drops the
-  // task's reference.
-  void drop(std::exception_ptr e) noexcept {
-    if (this->try_claim()) this->complete_unrun(fn_, std::move(e));
-    this->release();
-  }
-
   union {
     F fn_;
   };
