@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The queue benchmark: spool's Redis queue against Celery, RQ and BullMQ on one redis-server.
 
-    bench/queue/run.py [--systems spool,celery,rq,bullmq] [--repeats 3] [--jobs 5000] ...
+    bench/queue/run.py [--systems spool,celery,rq,bullmq] [--repeats 3] [--jobs 1000] ...
 
 Starts redis-server (Debian's) on a free loopback port with its append-only file in a
 temporary directory, and for each `appendfsync` (always, then everysec), each count of worker
@@ -49,10 +49,10 @@ def options():
     p.add_argument("--workers", type=ints, default=[1, 3], help="worker processes (default 1,3)")
     p.add_argument("--concurrency", type=int, default=2, help="handlers per worker (default 2)")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--jobs", type=int, default=5000, help="jobs of single and bulk (5000)")
+    p.add_argument("--jobs", type=int, default=1000, help="jobs of single and bulk (1000)")
     p.add_argument("--bulk", type=int, default=100, help="jobs per bulk call (100)")
     p.add_argument("--rate", type=float, default=500.0, help="jobs/s of the rate scenario (500)")
-    p.add_argument("--rate-jobs", type=int, default=2500, help="jobs of the rate scenario (2500)")
+    p.add_argument("--rate-jobs", type=int, default=1000, help="jobs of the rate scenario (1000)")
     p.add_argument("--warmup", type=int, default=200, help="unmeasured jobs before each system's"
                    " scenarios, after its workers start (200)")
     p.add_argument("--scenarios", type=csv, default=list(SCENARIOS))
@@ -248,13 +248,15 @@ def main():
         run = Run(a, chosen, redis, work)
         unavailable = {s.name: s.missing for s in chosen if s.missing}
         load = os.getloadavg()
+        fsync = redis_server.fsync_ms(work)
         header = [
             f"# bench/queue/run.py, {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
             "# command: " + shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
             f"# CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start "
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
             f"# redis-server {redis.version} on 127.0.0.1:{redis.port}, AOF on "
-            f"{redis_server.filesystem_of(work)}, no RDB, no auto-rewrite",
+            f"{redis_server.filesystem_of(work)} (append+fsync there: p50 {fsync[0]:.2f} ms, "
+            f"p99 {fsync[1]:.2f} ms), no RDB, no auto-rewrite",
             f"# peers: {peer_versions(a)}",
             f"# jobs: single/bulk {a.jobs} (bulk {a.bulk}), rate {a.rate_jobs} at {a.rate:g}/s,"
             f" warm-up {a.warmup}; {a.repeats} repeats, interleaved",

@@ -45,17 +45,20 @@ if ! stamp_matches "$pins" "$venv/.pins.sha256" || [[ ! -x $venv/bin/python ]]; 
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$pins"
   sha256sum "$pins" | cut -d' ' -f1 >"$venv/.pins.sha256"
-  echo "setup: $venv: $("$venv/bin/pip" freeze | grep -iE '^(celery|rq|redis|hiredis)=' | tr '\n' ' ')" >&2
+  versions=$("$venv/bin/pip" freeze | grep -iE '^(celery|rq|redis|hiredis)=' | tr '\n' ' ')
+  echo "setup: $venv: $versions" >&2
 fi
 
 # Node peers: npm ci installs exactly the lock file's tree.
 node_dir=$out/node
 lock=$here/bullmq/package-lock.json
-if ! stamp_matches "$lock" "$node_dir/.pins.sha256" || [[ ! -d $node_dir/node_modules/bullmq ]]; then
+if ! stamp_matches "$lock" "$node_dir/.pins.sha256" ||
+  [[ ! -d $node_dir/node_modules/bullmq ]]; then
   rm -rf "$node_dir"
   mkdir -p "$node_dir"
   cp "$here/bullmq/package.json" "$lock" "$node_dir/"
   (cd "$node_dir" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >&2)
   sha256sum "$lock" | cut -d' ' -f1 >"$node_dir/.pins.sha256"
-  echo "setup: $node_dir: bullmq $(node -p "require('$node_dir/node_modules/bullmq/package.json').version")" >&2
+  version=$(node -p "require('$node_dir/node_modules/bullmq/package.json').version")
+  echo "setup: $node_dir: bullmq $version" >&2
 fi

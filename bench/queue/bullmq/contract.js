@@ -24,8 +24,12 @@ function positive(name, text) {
 }
 
 function workerArgs() {
-  const v = parse({ redis: { type: 'string' }, queue: { type: 'string' }, concurrency: { type: 'string' } });
-  if (!v.redis || !v.queue || !v.concurrency) fail('usage: worker.js --redis URL --queue Q --concurrency C');
+  const v = parse({
+    redis: { type: 'string' }, queue: { type: 'string' }, concurrency: { type: 'string' },
+  });
+  if (!v.redis || !v.queue || !v.concurrency) {
+    fail('usage: worker.js --redis URL --queue Q --concurrency C');
+  }
   return { redis: v.redis, queue: v.queue, concurrency: positive('concurrency', v.concurrency) };
 }
 
@@ -36,12 +40,16 @@ function producerArgs() {
     timeout: { type: 'string', default: '120' },
   });
   if (!v.redis || !v.queue || !v.jobs || (v.mode === undefined) === (v.rate === undefined)) {
-    fail('usage: producer.js --redis URL --queue Q --jobs N (--mode single|bulk [--bulk B] | --rate R)');
+    fail('usage: producer.js --redis URL --queue Q --jobs N '
+      + '(--mode single|bulk [--bulk B] | --rate R)');
   }
-  if (v.mode !== undefined && v.mode !== 'single' && v.mode !== 'bulk') fail(`unknown --mode ${v.mode}`);
+  if (v.mode !== undefined && v.mode !== 'single' && v.mode !== 'bulk') {
+    fail(`unknown --mode ${v.mode}`);
+  }
   return {
     redis: v.redis, queue: v.queue, jobs: positive('jobs', v.jobs), mode: v.mode,
-    bulk: positive('bulk', v.bulk), rate: v.rate === undefined ? undefined : positive('rate', v.rate),
+    bulk: positive('bulk', v.bulk),
+    rate: v.rate === undefined ? undefined : positive('rate', v.rate),
     timeout: positive('timeout', v.timeout),
   };
 }

@@ -38,7 +38,9 @@ async function main() {
   const seen = new Map(); // job id -> [start ns, seen ns]
   const failed = [];
   let onProgress = () => {};
-  const events = new QueueEvents(a.queue, { connection: conn, lastEventId: await lastEventId(conn, a.queue) });
+  const events = new QueueEvents(a.queue, {
+    connection: conn, lastEventId: await lastEventId(conn, a.queue),
+  });
   events.on('completed', ({ jobId, returnvalue }) => {
     const now = contract.wallNs();
     if (typeof returnvalue !== 'string' || !/^\d+$/.test(returnvalue)) {
@@ -58,10 +60,14 @@ async function main() {
   const waitAll = () => new Promise((resolve) => {
     const timer = setTimeout(() => {
       const missing = [...submitted.keys()].filter((id) => !seen.has(id));
-      contract.fail(`producer: ${missing.length} of ${a.jobs} results missing after ${a.timeout} s, e.g. ${missing.slice(0, 5)}`);
+      contract.fail(`producer: ${missing.length} of ${a.jobs} results missing after `
+        + `${a.timeout} s, e.g. ${missing.slice(0, 5)}`);
     }, a.timeout * 1000);
     onProgress = () => {
-      if (failed.length) contract.fail(`producer: ${failed.length} jobs failed, e.g. ${JSON.stringify(failed.slice(0, 3))}`);
+      if (failed.length) {
+        const some = JSON.stringify(failed.slice(0, 3));
+        contract.fail(`producer: ${failed.length} jobs failed, e.g. ${some}`);
+      }
       if (seen.size >= a.jobs && allSeen()) {
         clearTimeout(timer);
         resolve();
@@ -82,7 +88,9 @@ async function main() {
       for (let left = a.jobs; left > 0;) {
         const n = Math.min(a.bulk, left);
         const ns = contract.wallNs();
-        const jobs = await queue.addBulk(Array.from({ length: n }, () => ({ name: 'noop', data: { submit_ns: ns.toString() } })));
+        const data = { submit_ns: ns.toString() };
+        const batch = Array.from({ length: n }, () => ({ name: 'noop', data }));
+        const jobs = await queue.addBulk(batch);
         for (const job of jobs) submitted.set(job.id, ns);
         left -= n;
       }
@@ -90,11 +98,14 @@ async function main() {
     const submitS = Number(contract.wallNs() - t0) / 1e9;
     await waitAll();
     const last = [...seen.values()].reduce((m, [, s]) => (s > m ? s : m), 0n);
-    console.log(JSON.stringify({ jobs: a.jobs, submit_s: submitS, done_s: Number(last - t0) / 1e9 }));
+    const doneS = Number(last - t0) / 1e9;
+    console.log(JSON.stringify({ jobs: a.jobs, submit_s: submitS, done_s: doneS }));
   } else {
-    // Open loop: job i is sent at t0 + i/R whatever became of the others. Timers have
+    // Open loop: job i is sent at t0 + i/R whatever became of the others, without waiting
+    // for the previous add to return (ioredis pipelines them on one connection). Timers have
     // millisecond granularity, so a send can be up to about 1 ms late (send_lag_us).
     const lag = [];
+    const adds = [];
     const t0h = process.hrtime.bigint();
     for (let i = 0; i < a.jobs; i++) {
       const due = t0h + BigInt(Math.round((i * 1e9) / a.rate));
@@ -102,9 +113,10 @@ async function main() {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       lag.push(Math.max(0, Number(process.hrtime.bigint() - due)));
       const ns = contract.wallNs();
-      const job = await queue.add('noop', { submit_ns: ns.toString() });
-      submitted.set(job.id, ns);
+      const add = queue.add('noop', { submit_ns: ns.toString() });
+      adds.push(add.then((job) => submitted.set(job.id, ns)));
     }
+    await Promise.all(adds);
     await waitAll();
     const start = [], result = [];
     for (const [id, ns] of submitted) {

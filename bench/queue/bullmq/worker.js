@@ -1,6 +1,7 @@
 // BullMQ worker of the queue benchmark (contract: ../README.md).
 //
-//   NODE_PATH=build/bench-queue/node/node_modules node worker.js --redis URL --queue Q --concurrency C
+//   NODE_PATH=build/bench-queue/node/node_modules \
+//     node worker.js --redis URL --queue Q --concurrency C
 //
 // One Node process with one BullMQ Worker whose `concurrency` option is C: up to C jobs in
 // flight at once on the process's event loop (BullMQ's way for jobs that wait; for CPU-bound

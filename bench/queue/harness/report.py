@@ -110,7 +110,8 @@ def ceiling_table(results, fsync, systems):
             out.append(f"{system}: {c['error']}")
             continue
         best = results.best_throughput(fsync, system)
-        frac = f"; best end to end {fmt(best[0])} jobs/s ({best[1]}) = {best[0] / c['jobs_per_s']:.1%} of it" if best else ""
+        frac = (f"; best end to end {fmt(best[0])} jobs/s ({best[1]}) = "
+                f"{best[0] / c['jobs_per_s']:.1%} of it" if best else "")
         errs = (f", {c['errors']} error replies of {c['replies']}, e.g. {c['first_errors'][:1]}"
                 if c["errors"] else "")
         out.append(f"{system}: {fmt(c['jobs_per_s'])} jobs/s ({c['source']}{errs}){frac}")

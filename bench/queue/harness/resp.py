@@ -55,7 +55,7 @@ class Connection:
 
 
 def parse_monitor_line(line):
-    """'1700000000.123456 [0 127.0.0.1:5000] "SET" "k\\x00" "v"' -> ('127.0.0.1:5000', [b'SET',...]).
+    """'1700000000.1 [0 127.0.0.1:5000] "SET" "k\\x00" "v"' -> ('127.0.0.1:5000', [b'SET', ...]).
 
     The client is 'lua' for commands a script ran. Arguments are quoted with C-like escapes.
     """

@@ -36,7 +36,8 @@ class AnnouncingPool(WorkerPool):
         threading.Thread(target=self._announce_when_registered, daemon=True).start()
 
     def _announce_when_registered(self):
-        queue = Queue(self._queue_names[0], connection=Redis(connection_pool=self.connection.connection_pool))
+        connection = Redis(connection_pool=self.connection.connection_pool)
+        queue = Queue(self._queue_names[0], connection=connection)
         deadline = time.monotonic() + READY_LIMIT_S
         names = set(self.worker_dict)
         while not names <= {w.name for w in Worker.all(queue=queue)}:
