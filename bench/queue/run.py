@@ -292,6 +292,8 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(run.results.as_json(), f, indent=1)
         ok = not run.results.failures
+    except RuntimeError as e:
+        print(f"run.py: {e}", file=sys.stderr)
     finally:
         if redis:
             redis.stop()

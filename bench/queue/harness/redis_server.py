@@ -96,7 +96,13 @@ class RedisServer:
         return self.process.pid
 
     def command(self, *args):
-        return self.conn.command(*args)
+        try:
+            return self.conn.command(*args)
+        except (ConnectionError, OSError) as e:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited during the run (status "
+                                   f"{self.process.returncode}; {self.log} says why)") from e
+            raise
 
     def info(self, section):
         text = self.command("INFO", section).decode()
