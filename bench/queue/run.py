@@ -61,6 +61,8 @@ def options():
                    "its ceiling when its producer has no --print-commands (1000)")
     p.add_argument("--ceiling-jobs", type=int, default=20000,
                    help="jobs replayed from a --print-commands template (20000)")
+    p.add_argument("--ceiling-connections", type=int, default=8,
+                   help="connections a --print-commands replay is dealt over (8)")
     p.add_argument("--no-ceiling", action="store_true")
     p.add_argument("--spool-bin", default=systems.default_spool_bin(),
                    help="directory of spool's driver executables `worker` and `producer` "
@@ -188,12 +190,15 @@ class Run:
         finally:
             w.stop()
 
-    def capture_commands(self, system):
-        """MONITOR during --capture-jobs jobs: the system's commands per job."""
+    def capture_commands(self, system, fsync):
+        """MONITOR during --capture-jobs jobs: the system's commands per job. Under appendfsync
+        everysec whatever the pass: the commands are the same, and RQ's take minutes with
+        always."""
         a, r = self.a, self.redis
         tag = self.tag(system) + "-capture"
         queue = f"bench-{tag}"
         r.flush()
+        r.set_fsync("everysec")
         w = processes.Workers(system, r.url, queue, 1, a.concurrency, self.log_dir, tag)
         try:
             processes.run_producer(system, system.producer(r.url, queue, a.warmup or 1, "bulk",
@@ -208,21 +213,26 @@ class Run:
                 commands = cap.stop()
         finally:
             w.stop()
+            r.set_fsync(fsync)
         self.results.commands[system.name] = ceiling.summary(commands, a.capture_jobs)
         return commands
 
     def ceiling(self, system, fsync, captured):
         a, r = self.a, self.redis
-        template = ceiling.print_commands(system, r.url, f"bench-ceiling-{system.name}")
+        queue = f"bench-ceiling-{system.name}"
+        template = ceiling.print_commands(system, r.url, queue)
         if template:
-            setup, blob = ceiling.template_replay(template, a.ceiling_jobs)
-            jobs, source = a.ceiling_jobs, "its --print-commands"
+            setup, streams = ceiling.template_replay(template, queue, a.ceiling_jobs,
+                                                     a.ceiling_connections)
+            jobs = a.ceiling_jobs
+            source = f"its --print-commands, {len(streams)} connections"
         else:
-            setup, blob = [], ceiling.capture_replay(captured)
-            jobs, source = a.capture_jobs, f"MONITOR of {a.capture_jobs} jobs, replayed"
+            setup, streams = [], ceiling.capture_replay(captured)
+            jobs = a.capture_jobs
+            source = f"MONITOR of {jobs} jobs, replayed on its {len(streams)} connections"
         r.flush()
         rate, replies, errors, first = ceiling.replay(shutil.which("redis-cli"), r.port, setup,
-                                                     blob, jobs)
+                                                     streams, jobs)
         self.results.ceilings[(fsync, system.name)] = {
             "jobs_per_s": rate, "source": source, "replies": replies, "errors": errors,
             "first_errors": first}
@@ -278,7 +288,7 @@ def main():
             for system in live:
                 try:
                     if system.name not in captured:
-                        captured[system.name] = run.capture_commands(system)
+                        captured[system.name] = run.capture_commands(system, fsync)
                     run.ceiling(system, fsync, captured[system.name])
                 except (processes.CommandFailed, RuntimeError, OSError) as e:
                     run.results.ceilings[(fsync, system.name)] = {"error": f"failed: {e}"}

@@ -9,15 +9,18 @@ Two sources for a system's commands:
   order, with blocking reads in their non-blocking form;
 - MONITOR during a run of jobs submitted one at a time: every command the producer and the
   worker sent (a script's own commands run inside its EVAL/EVALSHA and are counted apart),
-  replayed once, in the order Redis ran them, on an emptied Redis (scripts stay cached). An
-  approximation: a read that blocked and was served by a later push is not issued again by
-  Redis, so its replay returns nothing and the pushed item is popped by the next job's read;
+  replayed once on an emptied Redis (scripts stay cached), each client's commands in the order
+  it sent them, the clients side by side. An approximation: a read that blocked and was served
+  by a later push is not issued again by Redis, so its replay returns nothing and the pushed
+  item is popped by a later read; across clients, the order of the capture is not kept;
   ids that Redis generated (XADD *) differ in the replay; XREAD gets a COUNT, since from an id
   of the capture the replay's stream holds every later entry. Not copied to make it longer:
   copies pile their jobs up in the lists that later copies scan. Error replies are shown.
 Blocking commands are replayed in their non-blocking form (BRPOP -> LMPOP, XREADGROUP BLOCK ->
 XREADGROUP, ...); commands that would change the replay connection's mode are left out.
-The replay runs through `redis-cli --pipe`, which writes while it reads the replies.
+The replay runs through `redis-cli --pipe` (which writes while it reads the replies), several
+at once: a template's jobs dealt over --ceiling-connections, each with a queue of its own, a
+capture's clients each on one.
 """
 
 import collections
@@ -117,26 +120,40 @@ def summary(commands, jobs):
 
 
 def capture_replay(commands):
-    """The RESP bytes replaying a MONITOR capture once: its own commands, not its scripts'."""
-    return b"".join(resp.encode(non_blocking(a)) for c, a in commands
-                    if c != "lua" and a[0].upper() not in LEFT_OUT)
+    """RESP bytes replaying a MONITOR capture once, one stream per client of the capture (each
+    in its client's order): the clients' own commands, not their scripts'."""
+    by_client = {}
+    for c, a in commands:
+        if c != "lua" and a[0].upper() not in LEFT_OUT:
+            by_client.setdefault(c, []).append(resp.encode(non_blocking(a)))
+    return [b"".join(v) for v in by_client.values()]
 
 
-def template_replay(template, jobs):
-    """(setup commands, RESP bytes of `jobs` jobs) from a --print-commands template."""
-    setup = [[x.encode() for x in c] for c in template["setup"]]
-    job = [[x.encode() for x in c] for c in template["job"]]
-    out = []
-    for n in range(1, jobs + 1):
-        tag = str(n).encode()
-        out.extend(resp.encode(non_blocking([a.replace(b"{job}", tag) for a in c])) for c in job)
-    return setup, b"".join(out)
+def template_replay(template, queue, jobs, connections):
+    """(setup commands, RESP bytes of `jobs` jobs dealt over `connections` streams) from a
+    --print-commands template printed for `queue`. Each stream has a queue of its own (the
+    queue's name in any argument becomes QUEUE.K), so that ids that increase with {job}
+    increase within each stream, as they must in a Redis stream; what a job costs is the
+    same on any queue."""
+    setup, out = [], []
+    for k in range(connections):
+        own = lambda c: [x.encode().replace(queue.encode(), f"{queue}.{k}".encode())  # noqa
+                         for x in c]
+        setup += [own(c) for c in template["setup"]]
+        job = [own(c) for c in template["job"]]
+        out.append(b"".join(
+            resp.encode(non_blocking([a.replace(b"{job}", str(n).encode()) for a in c]))
+            for n in range(k + 1, jobs + 1, connections) for c in job))
+    return setup, out
 
 
-def replay(redis_cli, port, setup, blob, jobs):
-    """Runs setup, then pipes blob (the commands of `jobs` jobs) through redis-cli --pipe.
+def replay(redis_cli, port, setup, streams, jobs):
+    """Runs setup, then pipes each stream through a `redis-cli --pipe` of its own, all at once:
+    Redis reads at most 16 KB from a connection per turn of its loop and, with appendfsync
+    always, fsyncs once per turn, so one connection alone would measure fsyncs, not Redis.
 
-    Returns (jobs/s, replies, error replies, the first error lines)."""
+    Returns (jobs/s from the first start to the last end, replies, error replies, the first
+    error lines)."""
     conn = resp.Connection(port)
     for c in setup:
         try:
@@ -144,19 +161,38 @@ def replay(redis_cli, port, setup, blob, jobs):
         except resp.ReplyError:
             pass  # e.g. a consumer group that exists already
     conn.close()
-    with tempfile.TemporaryFile() as f:
-        f.write(blob)
-        f.seek(0)
+    files, procs = [], []
+    try:
+        for blob in streams:
+            f = tempfile.TemporaryFile()
+            f.write(blob)
+            f.seek(0)
+            files.append(f)
         t0 = time.monotonic()
-        r = subprocess.run([redis_cli, "-h", "127.0.0.1", "-p", str(port), "--pipe"], stdin=f,
-                           capture_output=True, text=True, timeout=600)
+        for f in files:
+            procs.append(subprocess.Popen([redis_cli, "-h", "127.0.0.1", "-p", str(port),
+                                           "--pipe"], stdin=f, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+        outputs = [p.communicate(timeout=600)[0] for p in procs]
         seconds = time.monotonic() - t0
-    m = re.search(r"errors: (\d+), replies: (\d+)", r.stdout)
-    if not m:
-        raise RuntimeError(f"redis-cli --pipe: {r.stdout.strip()} {r.stderr.strip()}")
-    errors = [l for l in (r.stdout + r.stderr).splitlines()
-              if l and not l.startswith(("All data", "Waiting", "Last reply", "errors:"))][:3]
-    return jobs / seconds, int(m.group(2)), int(m.group(1)), errors
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in files:
+            f.close()
+    replies = errors = 0
+    first = []
+    for out in outputs:
+        m = re.search(r"errors: (\d+), replies: (\d+)", out)
+        if not m:
+            raise RuntimeError(f"redis-cli --pipe: {out.strip()[:300]}")
+        errors += int(m.group(1))
+        replies += int(m.group(2))
+        first += [line for line in out.splitlines() if line and not line.startswith(
+            ("All data", "Waiting", "Last reply", "errors:"))][:3 - len(first)]
+    return jobs / seconds, replies, errors, first
 
 
 def print_commands(system, url, queue):
