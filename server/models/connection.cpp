@@ -322,7 +322,9 @@ void connection::read_input(steady_clock::time_point now) {
       if (in_.empty()) head_started_ = now;
       in_.commit(r.bytes);
       last_activity_ = now;
-      if (r.bytes < room) break;  // drained: the next arrival is a new readiness
+      // Drained: the next arrival is a new readiness; unless the client's end is known to be
+      // queued, which no readiness will announce again.
+      if (r.bytes < room && !peer_end_queued_) break;
       continue;
     }
     if (r.status == io_status::again) break;
@@ -426,7 +428,7 @@ void connection::read_proxy_header(steady_clock::time_point now) {
       proxy_header_done(source, now);
       return;
     }
-    if (r.bytes < want) {
+    if (r.bytes < want && !peer_end_queued_) {
       maybe_readable_ = false;  // drained: the rest of the header is a new readiness
       return;
     }

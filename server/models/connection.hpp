@@ -119,6 +119,11 @@ class connection {
   // The socket is ready: takes what it holds, as far as input is taken now, and sends what is
   // pending.
   void on_io(bool readable, bool writable, steady_clock::time_point now);
+  // An edge-triggered driver saw the client's end of stream (EPOLLRDHUP or EPOLLHUP) with this
+  // readiness. The end may be queued behind data that a short read takes, and no new edge will
+  // announce it, so from now on a short read is not taken as "drained": reads go on until they
+  // see the end (transport.hpp, the short-read contract). A level-triggered driver needs none.
+  void on_peer_end() noexcept { peer_end_queued_ = true; }
   // on_io() for poll()'s revents.
   void on_poll(short revents, steady_clock::time_point now) {
     on_io((revents & (POLLIN | POLLHUP | POLLERR)) != 0,
@@ -241,6 +246,7 @@ class connection {
   // The socket may hold bytes not read yet: set by readiness, cleared by a short read. Without
   // it an edge-triggered driver would pay a second read that says EAGAIN for every request.
   bool maybe_readable_ = false;
+  bool peer_end_queued_ = false;    // on_peer_end(): read past short reads until the end
   bool job_pending_ = false;        // run_job() handed the current request's job elsewhere
   bool close_after_write_ = false;  // the last response said Connection: close
   bool lingering_ = false;          // our side is shut; reading until the client closes
