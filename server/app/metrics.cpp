@@ -87,6 +87,11 @@ struct shard_registry {
     bump(into.proxy_header_errors, load(s->proxy_header_errors));
     bump(into.store_errors, load(s->store_errors));
     bump(into.post_replays, load(s->post_replays));
+    bump(into.tls_full, load(s->tls_full));
+    bump(into.tls_resumed, load(s->tls_resumed));
+    for (std::size_t i = 0; i < s->tls_failures.size(); ++i) {
+      bump(into.tls_failures[i], load(s->tls_failures[i]));
+    }
     std::erase_if(all, [s](const std::unique_ptr<shard>& p) { return p.get() == s; });
   }
 
