@@ -19,11 +19,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "app/metrics.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
 #include "models/listener.hpp"
@@ -49,6 +51,13 @@ using blocking_job = std::function<http::response()>;
 http::response run_job_here(blocking_job& job);
 
 class connection;
+
+// What a connection waits on its client for, in the states a worker gives up first when every
+// worker is busy and clients wait for one (serve_connection, worker_pressure.hpp); the order of
+// metrics.hpp's shed_state_names.
+enum class shed_state : std::uint8_t { handshake, proxy_header, head, idle };
+static_assert(static_cast<std::size_t>(shed_state::idle) + 1 == shed_states &&
+              shed_state_names[static_cast<std::size_t>(shed_state::head)] == "head");
 
 // Picks the constructor of a connection that is refused rather than served.
 struct refusal_t {
@@ -143,6 +152,18 @@ class connection {
   // The server is stopping: an idle connection closes now (after taking a request that already
   // arrived); the others answer with Connection: close, and close at `grace_deadline` at the latest.
   void on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline);
+  // Since when the connection has waited on its client alone: a TLS handshake or PROXY header
+  // since the accept, a request head since its first byte, or idle between requests since the
+  // last answer. nullopt in every other state (a request body on its way, an answer being
+  // written, a job, the lingering close, closed): those are not given up.
+  [[nodiscard]] std::optional<steady_clock::time_point> waiting_on_client_since() const noexcept;
+  // Gives the connection up so that its worker can take a client waiting for one; only in a
+  // state waiting_on_client_since() names. Counted in spoold_connections_shed_total by state;
+  // a handshake also as failed (timeout), a PROXY header as a header error. A partial head is
+  // answered 408 first, then closed without the lingering close, which would hold the worker:
+  // the client's bytes are read away before the close, so it sends no reset over the answer
+  // unless the client sends more.
+  void shed(steady_clock::time_point now);
   // The answer of the job that run_job() handed elsewhere (its connection may have closed since).
   void job_done(http::response r);
   void close() noexcept;

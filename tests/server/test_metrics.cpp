@@ -272,6 +272,7 @@ TEST(metrics, FoldedShardsKeepEveryCount) {
       m.tls_handshake_done(false);
       m.tls_handshake_done(true);
       for (std::size_t i = 0; i < spoold::tls_failure_reasons; ++i) m.tls_handshake_failed(i);
+      for (std::size_t i = 0; i < spoold::shed_states; ++i) m.connection_shed(i);
       recorded.count_down();
       started.wait();
     });
@@ -309,6 +310,9 @@ TEST(metrics, FoldedShardsKeepEveryCount) {
   EXPECT_EQ(s.tls_resumed, n);
   for (std::size_t i = 0; i < spoold::tls_failure_reasons; ++i) {
     EXPECT_EQ(s.tls_failures[i], n) << spoold::tls_failure_names[i];
+  }
+  for (std::size_t i = 0; i < spoold::shed_states; ++i) {
+    EXPECT_EQ(s.connections_shed[i], n) << spoold::shed_state_names[i];
   }
 }
 
@@ -387,6 +391,10 @@ TEST(metrics, PrometheusText) {
   m.request_rate_limited();
   m.request_rate_limited();
   m.request_rate_limited();
+  m.connection_shed(2);  // head
+  m.connection_shed(3);  // idle
+  m.connection_shed(3);
+  m.connection_shed(spoold::shed_states);  // no such state: not counted
   std::string text = m.prometheus(sample_pool());
 
   for (const char* expected : {
@@ -401,6 +409,11 @@ TEST(metrics, PrometheusText) {
            "spoold_connections_refused_per_client_total 1\n",
            "spoold_requests_rate_limited_total 3\n",
            "spoold_store_errors_total 0\n",
+           "# TYPE spoold_connections_shed_total counter\n",
+           "spoold_connections_shed_total{state=\"handshake\"} 0\n",
+           "spoold_connections_shed_total{state=\"proxy_header\"} 0\n",
+           "spoold_connections_shed_total{state=\"head\"} 1\n",
+           "spoold_connections_shed_total{state=\"idle\"} 2\n",
            "# TYPE spool_threads_live gauge\n",
            "spool_threads_live 3\n",
            "spool_threads_busy 2\n",
