@@ -301,6 +301,39 @@ void connection::on_stop(steady_clock::time_point now, steady_clock::time_point 
   on_deadline(now);
 }
 
+std::optional<steady_clock::time_point> connection::waiting_on_client_since() const noexcept {
+  if (closed() || lingering_ || job_pending_ || has_output() || close_after_write_) {
+    return std::nullopt;
+  }
+  if (awaits_proxy_header_ || handshaking()) return head_started_;  // from the accept
+  if (has_input()) {
+    // needed_ > 0: the head is complete and its body on its way.
+    if (needed_ > 0) return std::nullopt;
+    return head_started_;
+  }
+  return last_activity_;
+}
+
+void connection::shed(steady_clock::time_point now) {
+  if (closed()) return;
+  shed_state state = shed_state::idle;
+  if (awaits_proxy_header_) {
+    state = shed_state::proxy_header;
+    ctx_.counters.proxy_header_error();
+  } else if (handshaking()) {
+    state = shed_state::handshake;
+    tls_->set_failure(tls_failure::timeout);
+  } else if (has_input()) {
+    state = shed_state::head;
+  }
+  ctx_.counters.connection_shed(static_cast<std::size_t>(state));
+  if (state == shed_state::head) {
+    fail_request(408, "The server is busy, and the request was slow to arrive.");
+    flush(now);  // one write (nothing else is pending), then the lingering close reads away
+  }
+  close();
+}
+
 void connection::job_done(http::response r) {
   job_pending_ = false;
   if (closed()) return;  // closed while its job ran (grace deadline, write error)
@@ -322,7 +355,9 @@ void connection::read_input(steady_clock::time_point now) {
       if (in_.empty()) head_started_ = now;
       in_.commit(r.bytes);
       last_activity_ = now;
-      if (r.bytes < room) break;  // drained: the next arrival is a new readiness
+      // Drained: the next arrival is a new readiness; unless the client's end is known to be
+      // queued, which no readiness will announce again.
+      if (r.bytes < room && !peer_end_queued_) break;
       continue;
     }
     if (r.status == io_status::again) break;
@@ -426,7 +461,7 @@ void connection::read_proxy_header(steady_clock::time_point now) {
       proxy_header_done(source, now);
       return;
     }
-    if (r.bytes < want) {
+    if (r.bytes < want && !peer_end_queued_) {
       maybe_readable_ = false;  // drained: the rest of the header is a new readiness
       return;
     }
