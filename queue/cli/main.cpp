@@ -4,7 +4,7 @@
 //
 // Exit status: 0 done; 1 the job failed or was cancelled (submit --wait); 2 a usage error or
 // an argument the queue refuses; 3 Redis unavailable or the outcome unknown; 4 no such job;
-// 5 the job's state does not allow it; 6 any other error.
+// 5 the job's state does not allow it; 6 any other error; 7 the queue is full.
 #include <signal.h>
 #include <unistd.h>
 
@@ -317,6 +317,9 @@ int exit_status(q::errc e) {
       return 4;
     case q::errc::wrong_state:
       return 5;
+    case q::errc::full:
+    case q::errc::timed_out:
+      return 7;
     default:
       return 6;
   }
