@@ -19,7 +19,6 @@
 
 #include "arguments.hpp"
 #include "builtin_handlers.hpp"
-#include "json.hpp"
 #include "metrics_endpoint.hpp"
 #include "spool/queue.hpp"
 
@@ -39,7 +38,7 @@ constexpr const char* usage_text =
     "         [--wait [--timeout D]]       prints the job id (and, with --wait, the result)\n"
     "  status JOB                           the job as JSON\n"
     "  stats [QUEUE]                        a queue's figures as JSON (every queue's if none)\n"
-    "  dead QUEUE [--limit N]               dead jobs as JSON\n"
+    "  dead QUEUE [--limit N]               dead jobs as JSON, oldest first (finished_ms: died)\n"
     "  cancel JOB | requeue JOB | delete JOB\n"
     "  pause QUEUE | resume QUEUE | limit QUEUE N   (N = maximum length, 0 = none)\n"
     "  worker --queue Q [--threads N] [--prefetch N] [--lease D] [--check-interval D]\n"
@@ -153,9 +152,7 @@ int dead(const global_options& g, std::vector<std::string> words) {
   std::string out = "[";
   for (const q::job_status& s : admin.dead(a.positional()[0], limit)) {
     if (out.size() > 1) out += ",";
-    out += "{\"id\":" + json_string(s.id) + ",\"task\":" + json_string(s.task) +
-           ",\"attempt\":" + std::to_string(s.attempt) + ",\"error\":" + json_string(s.error) +
-           ",\"died_ms\":" + std::to_string(s.finished_ms) + "}";
+    out += to_json(s);
   }
   print_line(out + "]");
   return 0;

@@ -70,6 +70,12 @@ struct queue_stats {
   std::vector<worker_info> workers;
 };
 
+// The job, and the queue's figures, as JSON objects (the fields above, with the state and
+// the priority as words). Strings are bytes: valid UTF-8 passes through, and a byte that is
+// not part of valid UTF-8 is written as \u00XX, so any result prints as valid JSON.
+std::string to_json(const job_status& s);
+std::string to_json(const queue_stats& s);
+
 class admin {
  public:
   // Parses the URL (errc::invalid_argument); connects on first use.

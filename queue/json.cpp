@@ -1,8 +1,14 @@
-#include "json.hpp"
-
+// JSON text of a job and of a queue's figures (admin.hpp). Strings are bytes: valid UTF-8
+// passes through (control characters escaped), and each byte that is not part of valid UTF-8
+// is written as \u00XX, so that any result prints as valid JSON.
+#include <cstdint>
 #include <cstdio>
+#include <string>
+#include <string_view>
 
-namespace spool_queue_cli {
+#include "spool/queue/admin.hpp"
+
+namespace spool::queue {
 namespace {
 
 // The length of the valid UTF-8 sequence at s[i], or 0.
@@ -36,31 +42,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
   return n;
 }
-
-class object {
- public:
-  object& field(std::string_view name, std::string_view value) {
-    return raw(name, json_string(value));
-  }
-  object& field(std::string_view name, std::uint64_t value) {
-    return raw(name, std::to_string(value));
-  }
-  object& field(std::string_view name, std::int64_t value) {
-    return raw(name, std::to_string(value));
-  }
-  object& field(std::string_view name, bool value) { return raw(name, value ? "true" : "false"); }
-  object& raw(std::string_view name, std::string_view json) {
-    text_ += text_.size() > 1 ? "," : "";
-    text_ += json_string(name) + ":" + std::string(json);
-    return *this;
-  }
-  std::string done() { return text_ + "}"; }
-
- private:
-  std::string text_ = "{";
-};
-
-}  // namespace
 
 std::string json_string(std::string_view s) {
   std::string out = "\"";
@@ -108,11 +89,36 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-std::string to_json(const spool::queue::job_status& s) {
+class object {
+ public:
+  object& field(std::string_view name, std::string_view value) {
+    return raw(name, json_string(value));
+  }
+  object& field(std::string_view name, std::uint64_t value) {
+    return raw(name, std::to_string(value));
+  }
+  object& field(std::string_view name, std::int64_t value) {
+    return raw(name, std::to_string(value));
+  }
+  object& field(std::string_view name, bool value) { return raw(name, value ? "true" : "false"); }
+  object& raw(std::string_view name, std::string_view json) {
+    text_ += text_.size() > 1 ? "," : "";
+    text_ += json_string(name) + ":" + std::string(json);
+    return *this;
+  }
+  std::string done() { return text_ + "}"; }
+
+ private:
+  std::string text_ = "{";
+};
+
+}  // namespace
+
+std::string to_json(const job_status& s) {
   const char* const priorities[] = {"low", "normal", "high"};
   object o;
   o.field("id", s.id).field("queue", s.queue).field("task", s.task);
-  o.field("state", spool::queue::to_string(s.state));
+  o.field("state", to_string(s.state));
   o.field("priority", std::string_view(priorities[static_cast<int>(s.priority)]));
   o.field("key", s.key).field("attempt", s.attempt).field("attempts", s.attempts);
   o.field("failures", s.failures).field("takeovers", s.takeovers);
@@ -124,7 +130,7 @@ std::string to_json(const spool::queue::job_status& s) {
   return o.done();
 }
 
-std::string to_json(const spool::queue::queue_stats& s) {
+std::string to_json(const queue_stats& s) {
   object o;
   o.field("queue", s.queue).field("queued", s.queued).field("delayed", s.delayed);
   o.field("running", s.running).field("dead", s.dead).field("submitted", s.submitted);
@@ -134,7 +140,7 @@ std::string to_json(const spool::queue::queue_stats& s) {
   o.field("malformed", s.malformed).field("requeued", s.requeued).field("lag_ms", s.lag_ms);
   o.field("paused", s.paused).field("max_length", s.max_length);
   std::string workers = "[";
-  for (const spool::queue::worker_info& w : s.workers) {
+  for (const worker_info& w : s.workers) {
     if (workers.size() > 1) workers += ",";
     workers += object()
                    .field("name", w.name)
@@ -146,4 +152,4 @@ std::string to_json(const spool::queue::queue_stats& s) {
   return o.done();
 }
 
-}  // namespace spool_queue_cli
+}  // namespace spool::queue
