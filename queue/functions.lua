@@ -80,9 +80,8 @@ local function entry_ms(id)
   return tonumber(string.match(id, '^(%d+)%-'))
 end
 
--- Tells every producer waiting on the job (its reply lists) the outcome.
-local function notify(jk, id, kind, data)
-  local reply = redis.call('HGET', jk, 'reply')
+-- Tells every producer waiting on the job (its reply lists, the job's `reply`) the outcome.
+local function notify(reply, id, kind, data)
   if not reply or reply == '' then
     return
   end
@@ -139,12 +138,12 @@ end
 
 -- A job that can no longer run: dead, kept (no expiry) and listed, its producers told.
 local function bury(P, Q, jk, n, why, now)
+  local j = redis.call('HMGET', jk, 'reply', 'outcomes')
   redis.call('HSET', jk, 'state', 'dead', 'error', why, 'finished', int(now), 'entry', '',
-    'owner', '')
-  redis.call('HINCRBY', jk, 'outcomes', 1)
+    'owner', '', 'outcomes', int((tonumber(j[2]) or 0) + 1))
   redis.call('ZADD', P .. ':dead', now, n)
   stat(P, 'dead', 1)
-  notify(jk, Q .. '/' .. n, 'X', why)
+  notify(j[1], Q .. '/' .. n, 'X', why)
 end
 
 -- The delay before retry number `failures` (1 for the first retry): backoff doubling with each
@@ -244,28 +243,27 @@ local function submit(keys, args)
       else
         local n = int(redis.call('INCR', P .. ':seq'))
         local jk = job_key(P, n)
+        local state, entry, due = 'queued', '', ''
+        if delay > 0 then
+          state = 'delayed'
+          due = int(now + delay)
+          redis.call('ZADD', P .. ':delayed', due, n)
+          if earliest == nil or now + delay < earliest then
+            earliest = now + delay
+            wake(P) -- idle workers sleep until the earliest due time they know of
+          end
+        else
+          entry = redis.call('XADD', stream_of(P, prio), '*', 'job', n)
+          stat(P, 'queued', 1)
+        end
         redis.call('HSET', jk, 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
           'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
           'limit', int(limit), 'ttl', int(ttl), 'max_takeovers', int(takeovers), 'attempt', '0',
           'failures', '0', 'takeovers', '0', 'outcomes', '0', 'created', int(now), 'reply', reply,
-          'owner', '', 'entry', '', 'level', int(prio))
-        local state = 'queued'
-        if delay > 0 then
-          local due = now + delay
-          redis.call('HSET', jk, 'state', 'delayed', 'due', int(due))
-          redis.call('ZADD', P .. ':delayed', due, n)
-          if earliest == nil or due < earliest then
-            earliest = due
-            wake(P) -- idle workers sleep until the earliest due time they know of
-          end
-          state = 'delayed'
-        else
-          enqueue(P, Q, jk, n, prio)
-        end
+          'owner', '', 'entry', entry, 'level', int(prio), 'state', state, 'due', due)
         if key ~= '' then
           redis.call('SET', P .. ':key:' .. key, n)
         end
-        stat(P, 'submitted', 1)
         if pending then
           pending = pending + 1
         end
@@ -530,7 +528,8 @@ local function finish(keys, args)
     local jitter = tonumber(args[b + 4]) or 0
     local jk = job_key(P, n)
     local j = redis.call('HMGET', jk, 'state', 'attempt', 'owner', 'entry', 'level', 'failures',
-      'attempts', 'backoff', 'backoff_max', 'ttl', 'key', 'outcome_attempt', 'outcome_owner')
+      'attempts', 'backoff', 'backoff_max', 'ttl', 'key', 'outcome_attempt', 'outcome_owner',
+      'reply', 'outcomes')
     local code
     if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
       local level = tonumber(j[5]) or 1
@@ -539,10 +538,10 @@ local function finish(keys, args)
       local ttl = tonumber(j[10]) or 0
       if outcome == 'ok' then
         redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
-          'outcome_attempt', attempt, 'outcome_owner', consumer)
-        redis.call('HINCRBY', jk, 'outcomes', 1)
+          'outcome_attempt', attempt, 'outcome_owner', consumer,
+          'outcomes', int((tonumber(j[15]) or 0) + 1))
         stat(P, 'done', 1)
-        notify(jk, Q .. '/' .. n, 'D', data)
+        notify(j[14], Q .. '/' .. n, 'D', data)
         expire_later(P, jk, ttl, j[11])
         code = 'done'
       else
@@ -674,7 +673,7 @@ local function cancel(keys, args)
     return bad('spool_cancel needs QUEUE NUMBER')
   end
   local jk = job_key(P, n)
-  local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key')
+  local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key', 'reply', 'outcomes')
   local state = j[1]
   if not state then
     return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
@@ -693,10 +692,10 @@ local function cancel(keys, args)
     drop_entry(P, level, j[2])
     stat(P, 'running', -1)
   end
-  redis.call('HSET', jk, 'state', 'cancelled', 'finished', int(now), 'entry', '')
-  redis.call('HINCRBY', jk, 'outcomes', 1)
+  redis.call('HSET', jk, 'state', 'cancelled', 'finished', int(now), 'entry', '',
+    'outcomes', int((tonumber(j[7]) or 0) + 1))
   stat(P, 'cancelled', 1)
-  notify(jk, Q .. '/' .. n, 'C', 'cancelled')
+  notify(j[6], Q .. '/' .. n, 'C', 'cancelled')
   expire_later(P, jk, tonumber(j[4]) or 0, j[5])
   return state
 end
@@ -877,6 +876,8 @@ local function stats(keys, args)
       end
     end
   end
+  out[#out + 1] = 'submitted'
+  out[#out + 1] = tonumber(redis.call('GET', P .. ':seq') or '0')
   out[#out + 1] = 'delayed'
   out[#out + 1] = redis.call('ZCARD', P .. ':delayed')
   out[#out + 1] = 'dead_now'
