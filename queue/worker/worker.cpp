@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <optional>
@@ -154,13 +155,20 @@ void worker::start() {
   }
   detail::worker_core& core = impl_->core;
   spool::pool* pool = core.options.pool;
+  unsigned threads = 0;
   if (pool == nullptr) {
     spool::config cfg;
-    cfg.threads = core.options.threads;
+    cfg.threads = core.options.threads != 0 ? core.options.threads
+                                            : std::max(1u, std::thread::hardware_concurrency());
     cfg.name = "spool-q";
     pool = &impl_->own_pool.emplace(cfg);
+    threads = cfg.threads;
+  } else {
+    // A pool of the caller's: as many jobs as it has threads now (an elastic pool may grow,
+    // and the worker claims for what it has, not for what it may get).
+    threads = std::max<unsigned>(1, static_cast<unsigned>(pool->thread_count()));
   }
-  core.capacity = static_cast<unsigned>(pool->thread_count()) + core.options.prefetch;
+  core.capacity = threads + core.options.prefetch;
   impl_->report = std::make_unique<detail::reporter>(core);
   impl_->leases = std::make_unique<detail::lease_keeper>(core, *impl_->report);
   impl_->dispatch = std::make_unique<detail::dispatcher>(core, *impl_->report, *pool);
