@@ -283,9 +283,10 @@ end
 -- number and the consumer as its owner, in the same step that delivers it (so there is never a
 -- delivered job that no attempt holds). Returns {jobs, next_due, paused, last_ids}: jobs as
 -- {id, attempt, task, payload, key, limit_ms, entry, level, taken_over (1 if from an expired
--- lease)}; next_due = ms until the earliest delayed job (-1: none); last_ids = the newest entry of each stream and of :wake ('0-0' if
--- empty), returned only when fewer than `room` jobs were found (the caller then waits for an
--- entry newer than those with XREAD BLOCK).
+-- lease)}; next_due = ms until the earliest delayed job (-1: none); last_ids = the newest
+-- entry of each stream and of :wake ('0-0' if empty), returned only when fewer than `room`
+-- jobs were found and every stream was read to its end (the caller then waits with XREAD BLOCK
+-- for an entry newer than those; with none returned it claims again at once).
 -- ---------------------------------------------------------------------------------------------
 
 -- XREADGROUP or XAUTOCLAIM on a stream, creating the stream and its group on first use.
@@ -372,6 +373,7 @@ local function claim(keys, args)
   promote_due(P, Q, now, 1000)
   local paused = redis.call('HGET', P .. ':config', 'paused') == '1'
   local jobs = {}
+  local drained = true
   local function take(level, entries, via_takeover)
     for _, e in ipairs(entries) do
       local job = start(P, Q, consumer, level, e[1], e[2] or {}, via_takeover, now)
@@ -441,20 +443,31 @@ local function claim(keys, args)
         end
       end
     end
+    -- Each level in turn until the room is full. A level is read until it has no more new
+    -- entries (entries that start no job, leftovers and malformed ones, do not fill the room),
+    -- so that fewer jobs than room means every stream is drained.
+    -- At most `budget` entries are read in one call, so that a long run of leftovers does not
+    -- hold Redis up; the caller claims again at once when it ran out (drained = false).
+    local budget = 1000
     for level = 2, 0, -1 do
-      local left = room - #jobs
-      if left > 0 then
-        local s = stream_of(P, level)
-        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', left, 'STREAMS',
-          s, '>')
+      local s = stream_of(P, level)
+      while room - #jobs > 0 do
+        if budget <= 0 then
+          drained = false
+          break
+        end
+        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', room - #jobs,
+          'STREAMS', s, '>')
         if type(r) == 'table' and r.err then
           return r
         end
-        if r then
-          take(level, r[1][2], false)
-          if level < 2 then
-            redis.call('HSET', P .. ':config', 'served:' .. LEVELS[level + 1], int(now))
-          end
+        if not r then
+          break
+        end
+        budget = budget - #r[1][2]
+        take(level, r[1][2], false)
+        if level < 2 then
+          redis.call('HSET', P .. ':config', 'served:' .. LEVELS[level + 1], int(now))
         end
       end
     end
@@ -465,7 +478,7 @@ local function claim(keys, args)
     next_due = math.max(0, tonumber(head[2]) - now)
   end
   local last = {}
-  if #jobs < room or paused then
+  if (#jobs < room or paused) and drained then
     for _, s in ipairs({ stream_of(P, 2), stream_of(P, 1), stream_of(P, 0), P .. ':wake' }) do
       local r = redis.call('XREVRANGE', s, '+', '-', 'COUNT', 1)
       last[#last + 1] = (r[1] and r[1][1]) or '0-0'

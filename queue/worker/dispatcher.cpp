@@ -160,6 +160,7 @@ void dispatcher::dispatch(std::vector<std::shared_ptr<held_job>>& jobs) {
 
 bool dispatcher::wait_for_entries(const std::vector<std::string>& last_ids,
                                   std::chrono::milliseconds wait) {
+  // No ids: the claim stopped before the streams' ends (functions.lua, spool_claim): claim again.
   if (last_ids.size() != 4) return !core_.stopping();
   const std::string prefix = "spool:{" + core_.options.queue + "}";
   command read{"XREAD", "COUNT", "1", "BLOCK"};
