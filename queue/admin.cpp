@@ -126,7 +126,6 @@ queue_stats admin::stats(std::string_view queue) {
   s.running = get("running");
   s.dead = get("dead_now");
   s.submitted = get("submitted");
-  s.started = get("started");
   s.done = get("done");
   s.failed = get("failed");
   s.retried = get("retried");

@@ -13,7 +13,7 @@
 --   :dead                sorted set: job numbers by the time they died
 --   :key:K               string: the number of the job submitted with key K
 --   :seq                 counter: the last job number given
---   :stats               hash: counters, and the gauges queued and running
+--   :stats               hash: counters, and the gauge queued (running: the pending lists)
 --   :config              hash: paused, max (length), served:low, served:normal (aging)
 --   :wake                stream: an entry wakes idle workers (resume, requeue, an earlier due)
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
@@ -335,14 +335,12 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
   end
   if state == 'queued' then
     stat(P, 'queued', -1)
-    stat(P, 'running', 1)
   elseif state == 'running' and via_takeover then
     local takeovers = (tonumber(j[8]) or 0) + 1
     redis.call('HSET', jk, 'takeovers', int(takeovers))
     stat(P, 'takeovers', 1)
     if takeovers > (tonumber(j[9]) or 0) then
       drop_entry(P, level, entry)
-      stat(P, 'running', -1)
       bury(P, Q, jk, n, 'lost its lease ' .. takeovers .. ' times (the last holder was ' ..
         tostring(j[10]) .. ')', now)
       return nil
@@ -354,7 +352,6 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
   local attempt = (tonumber(j[3]) or 0) + 1
   redis.call('HSET', jk, 'state', 'running', 'attempt', int(attempt), 'owner', consumer,
     'started', int(now))
-  stat(P, 'started', 1)
   return { Q .. '/' .. n, attempt, j[4] or '', j[5] or '', j[6] or '', tonumber(j[7]) or 0,
     entry, level, via_takeover and 1 or 0 }
 end
@@ -547,7 +544,6 @@ local function finish(keys, args)
     if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
       local level = tonumber(j[5]) or 1
       drop_entry(P, level, j[4])
-      stat(P, 'running', -1)
       local ttl = tonumber(j[10]) or 0
       if outcome == 'ok' then
         redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
@@ -603,7 +599,6 @@ local function release_one(P, Q, consumer, n, attempt)
   end
   local level = tonumber(j[5]) or 1
   drop_entry(P, level, j[4])
-  stat(P, 'running', -1)
   stat(P, 'handed_back', 1)
   enqueue(P, Q, jk, n, level)
   return 1
@@ -703,7 +698,6 @@ local function cancel(keys, args)
     redis.call('ZREM', P .. ':delayed', n)
   elseif state == 'running' then
     drop_entry(P, level, j[2])
-    stat(P, 'running', -1)
   end
   redis.call('HSET', jk, 'state', 'cancelled', 'finished', int(now), 'entry', '',
     'outcomes', int((tonumber(j[7]) or 0) + 1))
@@ -849,6 +843,7 @@ local function stats(keys, args)
   local out = redis.call('HGETALL', P .. ':stats')
   local cfg = redis.call('HMGET', P .. ':config', 'paused', 'max')
   local lag = 0
+  local running = 0 -- a running job's entry is pending, and a pending entry is a running job
   local workers = {}
   for level = 0, 2 do
     local s = stream_of(P, level)
@@ -866,6 +861,7 @@ local function stats(keys, args)
           info[g[i]] = g[i + 1]
         end
         if info['name'] == GROUP then
+          running = running + info['pending']
           local next_entry = redis.call('XRANGE', s, '(' .. info['last-delivered-id'], '+',
             'COUNT', 1)
           if next_entry[1] then
@@ -891,6 +887,8 @@ local function stats(keys, args)
   end
   out[#out + 1] = 'submitted'
   out[#out + 1] = tonumber(redis.call('GET', P .. ':seq') or '0')
+  out[#out + 1] = 'running'
+  out[#out + 1] = running
   out[#out + 1] = 'delayed'
   out[#out + 1] = redis.call('ZCARD', P .. ':delayed')
   out[#out + 1] = 'dead_now'

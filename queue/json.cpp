@@ -134,7 +134,7 @@ std::string to_json(const queue_stats& s) {
   object o;
   o.field("queue", s.queue).field("queued", s.queued).field("delayed", s.delayed);
   o.field("running", s.running).field("dead", s.dead).field("submitted", s.submitted);
-  o.field("started", s.started).field("done", s.done).field("failed", s.failed);
+  o.field("done", s.done).field("failed", s.failed);
   o.field("retried", s.retried).field("died", s.died).field("cancelled", s.cancelled);
   o.field("takeovers", s.takeovers).field("handed_back", s.handed_back);
   o.field("malformed", s.malformed).field("requeued", s.requeued).field("lag_ms", s.lag_ms);

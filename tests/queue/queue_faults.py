@@ -437,7 +437,7 @@ def verify(c, to_cancel_queued, to_cancel_running, cancelled_at):
         print(f"  {what:58} {'holding ' + str(held) + ' jobs' if held else '':18} {dt:6.2f} s")
     print(f"  (lease {LEASE_S} s, check interval {CHECK_S} s)")
     s = c.stats()
-    print(f"  queue: submitted {s['submitted']}, started {s['started']}, done {s['done']}, "
+    print(f"  queue: submitted {s['submitted']}, done {s['done']}, "
           f"failed {s['failed']}, retried {s['retried']}, takeovers {s['takeovers']}, "
           f"handed back {s['handed_back']}, cancelled {s['cancelled']}, dead {s['died']}")
 

@@ -49,11 +49,10 @@ struct queue_stats {
   std::uint64_t delayed = 0;
   std::uint64_t running = 0;
   std::uint64_t dead = 0;
-  // Since the queue began: jobs submitted, attempts started, results recorded, attempts
-  // failed, retries scheduled, jobs that died, jobs cancelled, leases taken over, jobs
-  // handed back by stopping workers, malformed stream entries buried, dead jobs requeued.
+  // Since the queue began: jobs submitted, results recorded, attempts failed, retries
+  // scheduled, jobs that died, jobs cancelled, leases taken over, jobs handed back by stopping
+  // workers, malformed stream entries buried, dead jobs requeued.
   std::uint64_t submitted = 0;
-  std::uint64_t started = 0;
   std::uint64_t done = 0;
   std::uint64_t failed = 0;
   std::uint64_t retried = 0;
