@@ -189,8 +189,15 @@ class Cluster:
         return self.workers[i][0]
 
     def wait_holding(self, i, timeout=60):
+        """Waits until worker i holds a sleep job (which lasts long enough for the fault to
+        find it in flight)."""
         name = self.workers[i][0]
-        return wait_for(lambda: self.held_by(name), timeout, f"w{i + 1} to hold jobs", 0.1)
+
+        def holding_a_sleep():
+            held = self.held_by(name)
+            tasks = self.job_fields(held, "task") if held else {}
+            return any(v[0] == "sleep" for v in tasks.values())
+        return wait_for(holding_a_sleep, timeout, f"w{i + 1} to hold a sleep job", 0.05)
 
     # -- producers --
 
@@ -334,6 +341,7 @@ def run(c):
 
     # 4. SIGTERM of every worker in turn: each drains, exits 0, and is started again.
     for i in range(3):
+        c.wait_holding(i)
         name, p = c.workers[i]
         held = c.held_by(name)
         p.send_signal(signal.SIGTERM)
