@@ -28,7 +28,8 @@ int main() {
   o.queue = "q";
   o.threads = 1;
   spool::queue::worker w("redis://127.0.0.1:1", o);
-  w.handle("t", [](const spool::queue::job_context&, std::string_view s) { return std::string(s); });
+  w.handle("t",
+           [](const spool::queue::job_context&, std::string_view s) { return std::string(s); });
   std::puts("queue consumer: ok");
   return 0;
 }

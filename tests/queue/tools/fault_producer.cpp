@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   long retries = 0;
   for (long start = from; start < from + count; start += batch) {
     std::vector<q::job_spec> jobs;
-    for (long i = start; i < std::min(start + batch, from + count); ++i) jobs.push_back(job_plan(i));
+    for (long i = start; i < std::min(start + batch, from + count); ++i)
+      jobs.push_back(job_plan(i));
     while (true) {
       try {
         const std::vector<q::submitted> acks = p.submit_bulk(queue, jobs);
