@@ -46,6 +46,7 @@ PACKAGES=(
   iptables         # that lab's latency: packets sent through a netfilter queue (NFQUEUE)
   libnetfilter-queue-dev  # tests/tools/netdelay.c, which holds those packets for a fixed time
   python3          # the integration tests (standard library only)
+  python3-redis    # docs/queue.md's producer in Python, run by the queue's tests (redis-py)
   chromium         # headless browser tests of the guestbook and the dashboard
   chromium-driver  # WebDriver for those tests
   clang            # libFuzzer build of the request-parser fuzz target

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "net.hpp"
+#include "store/store.hpp"
 
 namespace spoold {
 namespace {
@@ -23,6 +24,8 @@ constexpr std::string_view help_text =
     "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
     "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "                        (default sqlite:./spoold.db)\n"
+    "  --queue-store URL     the Redis whose task queues /queue shows, redis:// or\n"
+    "                        redis-sentinel:// (default: --store, if it is Redis)\n"
     "  --store-replicas K    acknowledge a post once K Redis replicas have it (default 0)\n"
     "  --store-replicas-timeout S  how long a post waits for them; then 503 (default 1)\n"
     "  --model NAME          server architecture: epoll (default), iterative, forking,\n"
@@ -191,6 +194,13 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_seconds(value, o.grace)) return bad();
   } else if (name == "drain-delay") {
     if (!parse_seconds(value, o.drain_delay)) return bad();
+  } else if (name == "queue-store") {
+    if (!store::is_redis_spec(value)) {
+      error = "bad value for --queue-store: '" + std::string(value) +
+              "' (redis://HOST[:PORT] or redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER)";
+      return false;
+    }
+    o.queue_store = value;
   } else if (name == "node-name") {
     // It goes unescaped into a header, a Prometheus label and JSON.
     const auto allowed = [](char c) {
@@ -244,7 +254,8 @@ constexpr std::string_view option_names[] = {
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
     "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
     "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
-    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only"};
+    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only",
+    "queue-store"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";

@@ -21,6 +21,8 @@ struct options {
   unsigned max_threads = 64;
   unsigned loops = 0;  // 0: one per core
   std::string store = "sqlite:./spoold.db";
+  // The Redis whose task queues (libspool_queue) /queue shows; "": the store, if it is Redis.
+  std::string queue_store;
   std::string model = "epoll";
   // Processes (preforked) or threads (prethreaded); 0: the model's default (README.md).
   unsigned workers = 0;

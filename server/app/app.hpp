@@ -17,6 +17,10 @@
 #include "shared_mapping.hpp"
 #include "store/store.hpp"
 
+namespace spool::queue {
+class admin;
+}
+
 namespace spoold {
 
 // What handle() decided. Either `response` is the answer, or `blocking` is set: a job that may
@@ -41,11 +45,19 @@ class app {
   void start_draining() noexcept;
   [[nodiscard]] bool draining() const noexcept;
 
+  // The task queues of this Redis (libspool_queue) are shown at /queue; without it,
+  // /api/queue* answer 404 (and the page says so). Call before serving; `queues` must outlive
+  // the app.
+  void show_queues(spool::queue::admin& queues) noexcept { queues_ = &queues; }
+
   // Never blocks. Routes:
   //   GET|HEAD /healthz      200 "ok\n" (store state in the body: "store: up (...)" or
   //                          "store: down (why)"); 503 "draining\n" after start_draining()
   //   GET|HEAD /metrics      Prometheus text
   //   GET|HEAD /api/stats    JSON for the dashboard
+  //   GET|HEAD /queue        the queue page (queue.html); /api/queues: the queues' names,
+  //                          /api/queue?name=Q: Q's figures (blocking: a round trip to Redis;
+  //                          404 without show_queues, 400 for a bad name, 503 if Redis is down)
   //   GET|HEAD /guestbook    blocking: visit() -> page (503 if the store is unavailable)
   //   POST /guestbook        blocking: add_entry() -> 303 to /guestbook (400 for empty or
   //                          too long fields or a bad post key, 415 for a body that is not a
@@ -58,6 +70,7 @@ class app {
   handled route(const http::request& r);
   handled guestbook(const http::request& r);
   handled healthz(bool head);
+  handled queue_api(const http::request& r, bool head);
 
   static_files& files_;
   store::store& store_;
@@ -65,6 +78,7 @@ class app {
   spool::pool& pool_;
   std::string node_;
   shared_mapping<std::atomic<bool>> draining_;
+  spool::queue::admin* queues_ = nullptr;
 };
 
 }  // namespace spoold

@@ -139,6 +139,16 @@ struct redis_options {
   std::chrono::milliseconds backoff_max{2000};
 };
 
+// The Redis forms of a store spec, "redis://HOST[:PORT]" (port 6379 by default) and
+// "redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER" (port 26379 by default), as options
+// (the rest left at their defaults). Throws std::invalid_argument for anything else, and for a
+// malformed one, with the reason (redis_spec.cpp).
+redis_options parse_redis_spec(std::string_view spec);
+// Whether `spec` starts like one of those two forms (it may still be malformed).
+bool is_redis_spec(std::string_view spec) noexcept;
+// Throws std::invalid_argument: "store spec "SPEC": WHY (expected ...the forms...)".
+[[noreturn]] void malformed_store_spec(std::string_view spec, std::string_view why);
+
 // Redis, with ZeroHTTPd's keys: list "guestbook_remarks", counter "visitor_count" (and the
 // hash "guestbook_post_keys" and counter "guestbook_replays" for post keys). Connects lazily
 // (a server that is down does not make this throw). With Sentinels, starts a thread that
