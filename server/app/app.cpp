@@ -89,9 +89,14 @@ handled app::guestbook(const http::request& r) {
       try {
         guestbook_limits lim;
         const std::string key = new_post_key();
-        http::response resp =
-            text(200, render_guestbook_page(st.visit(lim.max_entries_shown), {}, lim, {node, key}),
-                 "text/html; charset=utf-8");
+        const store::page page = st.visit(lim.max_entries_shown);
+        const std::string_view notice =
+            page.from_replica ? "The guestbook's primary store cannot be reached right now, so "
+                                "this page was read from a replica: the newest entries may be "
+                                "missing, and this visit was not counted."
+                              : "";
+        http::response resp = text(200, render_guestbook_page(page, notice, lim, {node, key}),
+                                   "text/html; charset=utf-8");
         resp.head_only = head;
         return resp;
       } catch (const store::unavailable& e) {
