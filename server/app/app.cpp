@@ -138,13 +138,21 @@ handled app::guestbook(const http::request& r) {
   return out;
 }
 
-handled app::healthz(bool head) {
+handled app::healthz(bool head, bool ask_store) {
   handled out;
   if (draining()) {
     // Answered at once: the balancer needs to see this, whatever the store does.
     std::string body = "draining\n";
     if (!node_.empty()) body += "node: " + node_ + "\n";
     out.response = text(503, std::move(body), "text/plain; charset=utf-8");
+    out.response.head_only = head;
+    return out;
+  }
+  if (!ask_store) {
+    // A balancer's check of the node alone (static files need no store): never waits on one.
+    std::string body = "ok\n";
+    if (!node_.empty()) body += "node: " + node_ + "\n";
+    out.response = text(200, std::move(body), "text/plain; charset=utf-8");
     out.response.head_only = head;
     return out;
   }
@@ -172,12 +180,12 @@ handled app::route(const http::request& r) {
 
   if (path == "/guestbook") return guestbook(r);
 
-  if (path == "/metrics" || path == "/api/stats" || path == "/healthz") {
+  if (path == "/metrics" || path == "/api/stats" || path == "/healthz" || path == "/healthz/node") {
     if (!is_get_or_head(r.verb)) {
       out.response = method_not_allowed("GET, HEAD");
       return out;
     }
-    if (path == "/healthz") return healthz(head);
+    if (path == "/healthz" || path == "/healthz/node") return healthz(head, path == "/healthz");
     const spool::stats pool_stats = pool_.statistics();
     out.response = path == "/metrics"
                        ? text(200, metrics_.prometheus(pool_stats),

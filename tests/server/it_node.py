@@ -147,6 +147,8 @@ class DrainTest(SiteTestCase):
         server.start()
         try:
             self.assertEqual(server.get("/healthz").status, 200)
+            health = server.get("/healthz/node")
+            self.assertEqual((health.status, health.body), (200, b"ok\nnode: d1\n"))
             with Conn(server.port) as kept:  # a keep-alive connection from before the signal
                 kept.send(build_request("GET", "/hello.txt"))
                 self.assertEqual(kept.read_final_response().status, 200)
@@ -156,6 +158,8 @@ class DrainTest(SiteTestCase):
                 health = server.get("/healthz")
                 self.assertEqual(health.body, b"draining\nnode: d1\n")
                 self.assertEqual(health.header("Spoold-Node"), "d1")
+                health = server.get("/healthz/node")
+                self.assertEqual((health.status, health.body), (503, b"draining\nnode: d1\n"))
                 self.assertIn("draining (/healthz answers 503 for 600.0 s)", server.out.text())
                 # Still serving: new connections, the kept one, the guestbook, posts. Each
                 # answer now closes its connection, so that a client reusing connections (a
