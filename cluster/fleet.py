@@ -246,9 +246,17 @@ def free_port(addr):
 @dataclasses.dataclass
 class Settings:
     """Timings and options; the defaults are `make cluster`'s."""
-    # Sentinel: how long without an answer before the primary is down (docs/scale-out.md says
-    # why 500 ms); a failover that stalls is abandoned after failover_timeout_ms; quorum of 3.
+    # Sentinel (docs/scale-out.md says why each): how long without an answer before the
+    # primary is down, for the first Sentinel; each next one waits down_after_step_ms longer,
+    # so that they see a dead primary one after another and do not split the vote. How often a
+    # Sentinel PINGs every instance and asks it for INFO (SENTINEL DEBUG ping-period and
+    # info-period, set at each start: they are not kept in the config). A failover that stalls
+    # is abandoned after failover_timeout_ms. Two of the three must agree that the primary is
+    # down.
     down_after_ms: int = 500
+    down_after_step_ms: int = 100
+    sentinel_ping_period_ms: int = 250
+    sentinel_info_period_ms: int = 1000
     failover_timeout_ms: int = 5000
     quorum: int = 2
     # spoold: /healthz fails this long on SIGTERM before the node stops accepting; a post is
@@ -502,7 +510,7 @@ class Fleet:
         n = self._node(which)
         s = self.settings
         # HAProxy is a trusted peer: its idle connections are closed by HAProxy, never by the
-        # node (haproxy.cfg.in, http-reuse), and its X-Forwarded-For names the client.
+        # node (haproxy.cfg.in, http-reuse).
         cmd = [self.spoold, "--bind", n.addr, "--port", str(n.port), "--root", self.site,
                "--store", self.store_spec(), "--node-name", n.name,
                "--store-replicas", str(s.store_replicas),
@@ -621,6 +629,19 @@ class Fleet:
         p = self.proc(name)
         p.start([_find("redis-sentinel"), self._path("conf", f"{name}.conf")], self.dir, s.ns)
         wait_for(lambda: self._answers_ping(p, s), timeout, f"{name} to answer PING (log: {p.log})")
+        # A Sentinel PINGs each instance every min(down-after, ping-period) and counts a new
+        # connection (to a primary it has just switched to) as unanswered since it was made:
+        # with the default ping-period of 1 s, a down-after of 1 s or less marks a new primary
+        # down before its first PING is sent, and the Sentinels fail it over too. The period
+        # also bounds how old a replica's INFO may be for it to be promoted (5 periods, against
+        # an INFO a second during a failover): 250 ms is as short as that allows. A failover
+        # waits for the Sentinel's next INFO of the promoted replica; asked once a second all
+        # the time (not every 10 s), that INFO comes sooner after the promotion.
+        answer = redis_command(s.addr, s.port, "SENTINEL", "DEBUG",
+                               "ping-period", self.settings.sentinel_ping_period_ms,
+                               "info-period", self.settings.sentinel_info_period_ms)
+        if answer != "OK":
+            raise FleetError(f"{name}: SENTINEL DEBUG: {answer!r}")
 
     def primary(self):
         """The name of the Redis instance the Sentinels report as primary (the first that
@@ -715,7 +736,8 @@ class Fleet:
         self._write(f"{s.name}.conf", _template("sentinel.conf.in").substitute(
             addr=s.addr, port=s.port, data_dir=data, log=self._path("logs", f"{s.name}.log"),
             master=MASTER_NAME, primary_addr=primary.addr, primary_port=primary.port,
-            quorum=st.quorum, down_after_ms=st.down_after_ms,
+            quorum=st.quorum,
+            down_after_ms=st.down_after_ms + st.down_after_step_ms * self.layout.sentinels.index(s),
             failover_timeout_ms=st.failover_timeout_ms))
 
     def _write_haproxy_conf(self):

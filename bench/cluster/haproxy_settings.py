@@ -15,9 +15,8 @@ its own:
     no-log        shipped without the request and health-check log
     no-retry      shipped without L7 retries (retry-on conn-failure only): a request is no
                   longer copied for a retry
-    no-cookie     shipped without the stickiness cookie
-    threads       shipped with a thread per core (no nbthread 1)
     buf16k        shipped with HAProxy's default buffers of 16 KiB (no tune.bufsize 8192)
+    threads-1     shipped with one thread (nbthread 1) instead of one per core
     server-close  shipped with option http-server-close: a new connection to a node per request
     nginx         nginx, upstream with keepalive 128, proxy_http_version 1.1, no access log,
                   worker_processes auto (one per core), its default retries (a GET that meets a
@@ -44,8 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
 
-VARIANTS = ("shipped", "log-all", "no-log", "no-retry", "no-cookie", "threads", "buf16k",
-            "server-close")
+VARIANTS = ("shipped", "log-all", "no-log", "no-retry", "buf16k", "threads-1", "server-close")
 
 
 def variant_config(text, variant, bind, stats_bind):
@@ -69,10 +67,8 @@ def variant_config(text, variant, bind, stats_bind):
                                                             "http-request disable-l7",
                                                             "acl keyed_post")):
             continue
-        elif variant == "no-cookie" and stripped.startswith("cookie "):
-            continue
-        elif variant == "threads" and stripped.startswith("nbthread "):
-            continue
+        elif variant == "threads-1" and stripped.startswith("maxconn "):
+            line += "\n    nbthread 1"
         elif variant == "buf16k" and stripped.startswith("tune.bufsize "):
             continue
         elif variant == "server-close" and stripped.startswith("http-reuse "):
