@@ -52,7 +52,7 @@ def _run(cmd, check=True):
     return r
 
 
-def _namespaces():
+def namespaces():
     r = _run(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
@@ -61,7 +61,7 @@ def sweep_stale():
     """Removes the namespaces of labs whose creating process no longer runs (a test killed
     before its clean-up). Returns their names."""
     gone = []
-    for ns in _namespaces():
+    for ns in namespaces():
         parts = ns.split("-")
         if len(parts) < 3 or parts[0] != PREFIX or not parts[1].isdigit():
             continue
@@ -75,6 +75,22 @@ def sweep_stale():
         _run(["ip", "netns", "del", ns], check=False)
         gone.append(ns)
     return gone
+
+
+def enter(ns):
+    """Moves the calling thread into network namespace `ns` (a name under /run/netns); threads
+    and processes it starts later inherit it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    except OSError as e:
+        raise NetnsError(f"namespace {ns}: {e.strerror}") from None
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise NetnsError(f"setns into {ns}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 class Host:
@@ -105,7 +121,7 @@ class Lab:
         self._closed = False
         self._old_handlers = {}
         sweep_stale()
-        if self.bridge_ns in _namespaces():
+        if self.bridge_ns in namespaces():
             raise NetnsError(f"namespace {self.bridge_ns} exists already")
         try:
             _run(["ip", "netns", "add", self.bridge_ns])
@@ -191,14 +207,7 @@ class Lab:
     def enter(self, host):
         """Moves the calling thread into the host's namespace (threads it starts later inherit
         it). Call before starting threads that must stay outside."""
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(f"/run/netns/{host.ns}", os.O_RDONLY)
-        try:
-            if libc.setns(fd, CLONE_NEWNET) != 0:
-                err = ctypes.get_errno()
-                raise NetnsError(f"setns into {host.ns}: {os.strerror(err)}")
-        finally:
-            os.close(fd)
+        enter(host.ns)
 
     # -- faults --
 
@@ -293,7 +302,7 @@ class Lab:
         for sig, old in self._old_handlers.items():
             if signal.getsignal(sig) == self._on_signal:
                 signal.signal(sig, old)
-        left = [ns for ns in _namespaces() if ns.startswith(self.base + "-")]
+        left = [ns for ns in namespaces() if ns.startswith(self.base + "-")]
         if left:
             print(f"netns: could not remove {', '.join(left)}", file=sys.stderr)
 

@@ -47,6 +47,8 @@ constexpr std::string_view help_text =
     "                        or v2) naming the client; X-Forwarded-For is then ignored\n"
     "  --header-timeout S    seconds to send a request head (default 10)\n"
     "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
+    "  --trust-idle-timeout S  the same for connections from --trust peers; 0: until\n"
+    "                        the peer closes it (default: --idle-timeout)\n"
     "  --write-timeout S     seconds a client may read nothing (default 30)\n"
     "  --grace S             seconds in-flight requests get at shutdown (default 10)\n"
     "  --drain-delay S       on SIGTERM, seconds /healthz fails before shutdown (default 0)\n"
@@ -188,6 +190,10 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_seconds(value, o.header_timeout) || o.header_timeout.count() == 0) return bad();
   } else if (name == "idle-timeout") {
     if (!parse_seconds(value, o.idle_timeout) || o.idle_timeout.count() == 0) return bad();
+  } else if (name == "trust-idle-timeout") {
+    std::chrono::milliseconds t{};
+    if (!parse_seconds(value, t)) return bad();
+    o.trust_idle_timeout = t;
   } else if (name == "write-timeout") {
     if (!parse_seconds(value, o.write_timeout) || o.write_timeout.count() == 0) return bad();
   } else if (name == "grace") {
@@ -255,7 +261,7 @@ constexpr std::string_view option_names[] = {
     "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
     "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
     "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only",
-    "queue-store"};
+    "queue-store", "trust-idle-timeout"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";

@@ -92,9 +92,14 @@ handled app::guestbook(const http::request& r) {
       try {
         guestbook_limits lim;
         const std::string key = new_post_key();
-        http::response resp =
-            text(200, render_guestbook_page(st.visit(lim.max_entries_shown), {}, lim, {node, key}),
-                 "text/html; charset=utf-8");
+        const store::page page = st.visit(lim.max_entries_shown);
+        const std::string_view notice =
+            page.from_replica ? "The guestbook's primary store cannot be reached right now, so "
+                                "this page was read from a replica: the newest entries may be "
+                                "missing, and this visit was not counted."
+                              : "";
+        http::response resp = text(200, render_guestbook_page(page, notice, lim, {node, key}),
+                                   "text/html; charset=utf-8");
         resp.head_only = head;
         return resp;
       } catch (const store::unavailable& e) {
@@ -136,13 +141,21 @@ handled app::guestbook(const http::request& r) {
   return out;
 }
 
-handled app::healthz(bool head) {
+handled app::healthz(bool head, bool ask_store) {
   handled out;
   if (draining()) {
     // Answered at once: the balancer needs to see this, whatever the store does.
     std::string body = "draining\n";
     if (!node_.empty()) body += "node: " + node_ + "\n";
     out.response = text(503, std::move(body), "text/plain; charset=utf-8");
+    out.response.head_only = head;
+    return out;
+  }
+  if (!ask_store) {
+    // A balancer's check of the node alone (static files need no store): never waits on one.
+    std::string body = "ok\n";
+    if (!node_.empty()) body += "node: " + node_ + "\n";
+    out.response = text(200, std::move(body), "text/plain; charset=utf-8");
     out.response.head_only = head;
     return out;
   }
@@ -215,12 +228,12 @@ handled app::route(const http::request& r) {
 
   if (path == "/guestbook") return guestbook(r);
 
-  if (path == "/metrics" || path == "/api/stats" || path == "/healthz") {
+  if (path == "/metrics" || path == "/api/stats" || path == "/healthz" || path == "/healthz/node") {
     if (!is_get_or_head(r.verb)) {
       out.response = method_not_allowed("GET, HEAD");
       return out;
     }
-    if (path == "/healthz") return healthz(head);
+    if (path == "/healthz" || path == "/healthz/node") return healthz(head, path == "/healthz");
     const spool::stats pool_stats = pool_.statistics();
     out.response = path == "/metrics"
                        ? text(200, metrics_.prometheus(pool_stats),

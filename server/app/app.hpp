@@ -39,9 +39,10 @@ class app {
   app(static_files& files, store::store& store, metrics& counters, spool::pool& pool,
       std::string node_name = {});
 
-  // From now on /healthz answers 503 "draining", so that a load balancer's health check takes
-  // this server out of rotation, while every other route is served as before. Seen by every
-  // process of a forking model, forked before or after (the flag is in shared memory).
+  // From now on /healthz and /healthz/node answer 503 "draining", so that a load balancer's
+  // health check takes this server out of rotation, while every other route is served as
+  // before. Seen by every process of a forking model, forked before or after (the flag is in
+  // shared memory).
   void start_draining() noexcept;
   [[nodiscard]] bool draining() const noexcept;
 
@@ -51,8 +52,10 @@ class app {
   void show_queues(spool::queue::admin& queues) noexcept { queues_ = &queues; }
 
   // Never blocks. Routes:
-  //   GET|HEAD /healthz      200 "ok\n" (store state in the body: "store: up (...)" or
-  //                          "store: down (why)"); 503 "draining\n" after start_draining()
+  //   GET|HEAD /healthz      blocking: 200 "ok\n" (store state in the body: "store: up
+  //                          (...)" or "store: down (why)"); 503 "draining\n" after
+  //                          start_draining()
+  //   GET|HEAD /healthz/node  the same without asking the store, answered at once
   //   GET|HEAD /metrics      Prometheus text
   //   GET|HEAD /api/stats    JSON for the dashboard
   //   GET|HEAD /queue        the queue page (queue.html); /api/queues: the queues' names,
@@ -69,7 +72,8 @@ class app {
  private:
   handled route(const http::request& r);
   handled guestbook(const http::request& r);
-  handled healthz(bool head);
+  // /healthz, and /healthz/node (`ask_store` false).
+  handled healthz(bool head, bool ask_store);
   handled queue_api(const http::request& r, bool head);
 
   static_files& files_;

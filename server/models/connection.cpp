@@ -231,7 +231,13 @@ steady_clock::time_point connection::deadline() const noexcept {
   } else if (has_input()) {
     d = head_started_ + o.header_timeout;
   } else if (stopping_) {
-    d = last_activity_;  // idle while stopping: due now
+    // Idle while stopping: due now. A trusted peer's connection waits instead, until its next
+    // request (answered with Connection: close) or its close, within the grace period: a
+    // balancer may be sending a request into it at this moment.
+    d = trusted_peer_ ? grace_deadline_ : last_activity_;
+  } else if (trusted_peer_ && o.trust_idle_timeout) {
+    d = o.trust_idle_timeout->count() == 0 ? steady_clock::time_point::max()
+                                           : last_activity_ + *o.trust_idle_timeout;
   } else {
     d = last_activity_ + o.idle_timeout;
   }
@@ -298,6 +304,9 @@ void connection::on_stop(steady_clock::time_point now, steady_clock::time_point 
   if (stopping_) return;
   stopping_ = true;
   grace_deadline_ = grace_deadline;
+  // An idle trusted connection stays (deadline()); a request that already arrived in it is
+  // read by the next serve() and answered with Connection: close.
+  if (trusted_peer_) maybe_readable_ = true;
   on_deadline(now);
 }
 
@@ -617,7 +626,9 @@ void connection::fail_request(int status, std::string_view reason) {
 }
 
 void connection::respond(const request_info& info, http::response r) {
-  const bool keep = info.keep_alive && !r.close && !stopping();
+  // A draining server closes each connection after its next answer, rather than while it is
+  // idle, when a client (a balancer reusing it) may be sending a request.
+  const bool keep = info.keep_alive && !r.close && !stopping() && !ctx_.application.draining();
   const int status = r.status;
   const std::size_t before = out_.size();
   http::write_head(out_, r, info.version_minor, keep);

@@ -64,6 +64,9 @@ struct page {
   std::uint64_t visitor_count = 0;  // after this visit's increment
   std::vector<entry> entries;       // oldest first, at most the last `max_entries`
   std::uint64_t total_entries = 0;
+  // Read from a Redis replica while no primary could be reached: the visit was not counted
+  // (visitor_count is the count as the replica has it), and the newest entries may be missing.
+  bool from_replica = false;
 };
 
 class store {
@@ -78,6 +81,8 @@ class store {
   virtual added add_entry(const entry& e, std::string_view post_key) = 0;
   added add_entry(const entry& e) { return add_entry(e, {}); }
   // Counts a visit (visitor_count += 1) and reads the newest entries. Throws unavailable.
+  // Redis with Sentinels: while the primary cannot be reached, reads a replica instead
+  // (page::from_replica), and throws only when no replica answers either.
   virtual page visit(std::size_t max_entries) = 0;
   // A cheap round trip (SQLite: a read; Redis: PING on the primary). Never throws.
   virtual health check() noexcept = 0;
