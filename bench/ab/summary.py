@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""summary.py: min/median/max per revision of one numeric column of an ab.sh log.
+
+    bench/ab/summary.py LOG COLUMN [MATCH]
+
+COLUMN is the 0-based index of the field in the command's own CSV output (after ab.sh's
+REV,RUN,LOAD1 prefix); only lines whose command output starts with a number (or contains
+MATCH) count. Prints each revision's min/median/max, the load's range, and the ratio of the
+medians (second revision over first).
+"""
+import statistics
+import sys
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    log, column = sys.argv[1], int(sys.argv[2])
+    match = sys.argv[3] if len(sys.argv) > 3 else None
+    values, loads, order = {}, {}, []
+    with open(log) as f:
+        for line in f:
+            parts = line.rstrip("\n").split(",", 3)
+            if len(parts) < 4:
+                continue
+            rev, _, load, rest = parts
+            if match is not None and match not in rest:
+                continue
+            fields = rest.split(",") if match is None else rest.split()
+            try:
+                v = float(fields[column].strip().rstrip("us").rstrip("µ"))
+            except (ValueError, IndexError):
+                continue
+            if rev not in values:
+                order.append(rev)
+                values[rev], loads[rev] = [], []
+            values[rev].append(v)
+            loads[rev].append(float(load))
+    for rev in order:
+        v = values[rev]
+        print(f"{rev}: n={len(v)} min={min(v):.4g} median={statistics.median(v):.4g} "
+              f"max={max(v):.4g} load {min(loads[rev]):.1f}-{max(loads[rev]):.1f}")
+    if len(order) == 2:
+        a, b = (statistics.median(values[r]) for r in order)
+        print(f"median {order[1]} / {order[0]} = {b / a:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
