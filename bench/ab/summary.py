@@ -4,8 +4,8 @@
     bench/ab/summary.py LOG COLUMN [MATCH]
 
 COLUMN is the 0-based index of the field in the command's own CSV output (after ab.sh's
-REV,RUN,LOAD1 prefix); only lines whose command output starts with a number (or contains
-MATCH) count. Prints each revision's min/median/max, the load's range, and the ratio of the
+REV,RUN,LOAD1 prefix); only lines whose field is a number (and that contain MATCH, if
+given) count. For spool-bench's --out CSV the median is column 8. Prints each revision's min/median/max, the load's range, and the ratio of the
 medians (second revision over first).
 """
 import statistics
@@ -27,7 +27,7 @@ def main():
             rev, _, load, rest = parts
             if match is not None and match not in rest:
                 continue
-            fields = rest.split(",") if match is None else rest.split()
+            fields = rest.split(",")
             try:
                 v = float(fields[column].strip().rstrip("us").rstrip("µ"))
             except (ValueError, IndexError):
