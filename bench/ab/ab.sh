@@ -5,7 +5,9 @@
 #
 # Each revision is checked out into a worktree of its own under DIR (default build/ab/) and
 # built Release (RelWithDebInfo, tests off) with only TARGETS (default: spool-bench and
-# spool-post-burst); a tree already built at that commit is reused. COMMAND is a path inside
+# spool-post-burst); a tree already built at that commit is reused, and a REV written
+# dir:PATH names a build directory to use as it is (e.g. dir:build/release, the working
+# tree's own build, uncommitted changes included). COMMAND is a path inside
 # the build directory (e.g. bench/micro/spool-post-burst) or a program on PATH that finds the
 # tree in $AB_BUILD; it then runs RUNS times (default 5) for each revision, A B A B ..., so
 # that the machine's drift hits both alike. Every output line goes to stdout prefixed with
@@ -35,6 +37,10 @@ shift 3
 
 build_tree() {  # build_tree REV -> prints the build directory
   local sha src build
+  if [[ $1 == dir:* ]]; then
+    realpath "${1#dir:}"
+    return
+  fi
   sha=$(git -C "$root" rev-parse --short=12 "$1^{commit}")
   src="$dir/src-$sha"
   build="$dir/build-$sha"

@@ -5,7 +5,9 @@
 
 COLUMN is the 0-based index of the field in the command's own CSV output (after ab.sh's
 REV,RUN,LOAD1 prefix); only lines whose field is a number (and that contain MATCH, if
-given) count. For spool-bench's --out CSV the median is column 8. Prints each revision's min/median/max, the load's range, and the ratio of the
+given) count. For spool-bench's --out CSV the median is column 8. COLUMN may also be a
+ratio of two columns, "A/B" (spool-post-burst's "4/0": the submitter's cores over M tasks/s,
+its CPU microseconds per post). Prints each revision's min/median/max, the load's range, and the ratio of the
 medians (second revision over first).
 """
 import statistics
@@ -16,7 +18,9 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    log, column = sys.argv[1], int(sys.argv[2])
+    log, spec = sys.argv[1], sys.argv[2]
+    num, _, den = spec.partition("/")
+    num, den = int(num), (int(den) if den else None)
     match = sys.argv[3] if len(sys.argv) > 3 else None
     values, loads, order = {}, {}, []
     with open(log) as f:
@@ -29,8 +33,10 @@ def main():
                 continue
             fields = rest.split(",")
             try:
-                v = float(fields[column].strip().rstrip("us").rstrip("µ"))
-            except (ValueError, IndexError):
+                v = float(fields[num])
+                if den is not None:
+                    v /= float(fields[den])
+            except (ValueError, IndexError, ZeroDivisionError):
                 continue
             if rev not in values:
                 order.append(rev)
