@@ -105,14 +105,20 @@ class sleep_control {
     // rounds yield the processor instead, so a spinner never holds a core that a runnable
     // thread of the same machine (a submitter, a worker with work) is waiting for: with more
     // threads than cores, a plain spinner would take that core from them for its whole spin.
+    // A pause round looks every k_pauses_per_look pauses (about 0.1 us here): a client that
+    // waits for its task by polling only briefly (std::atomic::wait polls about a microsecond
+    // before it sleeps) gets its answer within that poll only if the task is caught at once.
     bool found = false;
     for (unsigned round = 0; round < rounds && !found; ++round) {
       if (round < k_pause_rounds) {
-        for (int i = 0; i < 16; ++i) cpu_relax();
+        for (int look = 0; look < 16 / k_pauses_per_look && !found; ++look) {
+          for (int i = 0; i < k_pauses_per_look; ++i) cpu_relax();
+          found = done() || work_.has_work();
+        }
       } else {
         sched_yield();
+        found = done() || work_.has_work();
       }
-      found = done() || work_.has_work();
     }
     parker_.stop_spinning();
     return found;
@@ -146,8 +152,10 @@ class sleep_control {
  private:
   friend struct core_testing;
 
-  // Rounds of spin() that only pause before later rounds yield (a few microseconds).
+  // Rounds of spin() that only pause (16 pauses each) before later rounds yield (a few
+  // microseconds), and the pauses between two looks in those rounds.
   static constexpr unsigned k_pause_rounds = 8;
+  static constexpr int k_pauses_per_look = 4;
 
  public:
   // The longest idle spell that counts as part of a stream (idle_spin): about the length of a
