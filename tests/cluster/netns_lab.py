@@ -37,8 +37,10 @@ def check(cond, what):
         failures.append(what)
 
 
-def reaches(dst, timeout=1.0):
-    """From the lab's client host (this thread is inside it): connect and read the greeting."""
+def reaches(dst, timeout=10.0):
+    """From the lab's client host (this thread is inside it): connect and read the greeting.
+    The bound is generous, since a loaded machine may be slow to schedule the echo server; a
+    check that expects no answer passes a shorter one, as a dropped SYN is never answered."""
     try:
         with socket.create_connection((dst.addr, 7000), timeout=timeout) as s:
             return s.recv(2) == b"hi"
@@ -74,13 +76,13 @@ def main():
         check(reaches(server) and reaches(other), "the client reaches both hosts")
 
         lab.partition([client], [server])
-        check(not reaches(server), "partitioned: client and server do not meet")
+        check(not reaches(server, timeout=2), "partitioned: client and server do not meet")
         check(reaches(other), "partitioned: the client still reaches a host on neither side")
         lab.heal()
         check(reaches(server), "healed: the client reaches the server again")
 
         lab.cut(server)
-        check(not reaches(server), "cut: nobody reaches the server")
+        check(not reaches(server, timeout=2), "cut: nobody reaches the server")
         check(reaches(other), "cut: other hosts are unaffected")
         lab.heal()
         check(reaches(server), "restored: the server is reachable")
@@ -90,7 +92,7 @@ def main():
         # bound is a property of the queue (it never lets a packet go early), not a speed.
         took = connect_seconds(server)
         check(took >= 0.080, f"delayed: a connect took {took * 1000:.1f} ms (>= 80 expected)")
-        check(reaches(server, timeout=5), "delayed: data still flows")
+        check(reaches(server), "delayed: data still flows")
         lab.heal()
         for p in servers:
             p.kill()
