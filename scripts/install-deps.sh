@@ -54,6 +54,8 @@ PACKAGES=(
   wrk              # spool-bench http: the load generator
   siege            # spool-bench siege: the paper's load generator
   nginx            # spool-bench http: the reference server
+  gdb              # bench/spoold/memory_breakdown.py reads malloc's state in a running spoold
+  libc6-dbg        # with glibc's debugging symbols (its arenas, the threads' tcaches)
 )
 # ===========================================================================
 
