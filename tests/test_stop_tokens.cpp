@@ -243,6 +243,23 @@ TEST(CoroutineStop, StopEndsAWaitOnARunningTask) {
   EXPECT_TRUE(finished.load());
 }
 
+spool::task<int> await_shared(spool::shared_future<int> f) { co_return co_await f; }
+
+// A stop ends the wait on a shared_future without cancelling it: other readers may want it.
+TEST(CoroutineStop, AWaitOnASharedFutureEndsButTheFutureStands) {
+  spool::pool p(pool_config(1));
+  spool::promise<int> pr(p);
+  spool::shared_future<int> shared = pr.get_future().share();
+  std::stop_source source;
+  auto done = spool::start(p, await_shared(shared), source.get_token());
+  p.wait_idle();
+  source.request_stop();
+  EXPECT_THROW(done.get(), spool::task_cancelled);
+  EXPECT_FALSE(pr.cancelled());
+  pr.set_value(3);
+  EXPECT_EQ(shared.get(), 3);
+}
+
 spool::task<int> catch_and_go_on(spool::future<int> first, spool::future<int> second) {
   int caught = 0;
   try {

@@ -156,15 +156,16 @@ const std::stop_token* stop_of(std::coroutine_handle<P> h) noexcept {
 // The resumption of a coroutine whose suspension a stop token may end: a heap node, because
 // both the awaited state's list and the stop callback may reach it after the coroutine has
 // gone on. Whichever of the two claims it first resumes the coroutine (on its pool); a stop
-// first passes the cancellation on to the awaited future (state_base::request_cancel), and
-// only if that cannot cancel it (its work is running) resumes the coroutine itself, marked
-// interrupted. References: the state's list (until on_ready), the awaiter (until it is
-// destroyed), the suspending call (until the callback is armed), and a dispatched resumption
-// (until it has run).
+// first passes the cancellation on to the awaited future (state_base::request_cancel; not to
+// a shared_future's state, which has other readers), and only if that cannot cancel it (its
+// work is running, or it is shared) resumes the coroutine itself, marked interrupted. References:
+// the state's list (until on_ready), the awaiter (until it is destroyed), the suspending call
+// (until the callback is armed), and a dispatched resumption (until it has run).
 class stoppable_resume final : public task, public continuation {
  public:
-  stoppable_resume(std::coroutine_handle<> h, pool_ref where, state_base& awaited) noexcept
-      : handle_(h), where_(where), awaited_(awaited) {
+  stoppable_resume(std::coroutine_handle<> h, pool_ref where, state_base& awaited,
+                   bool cancel_awaited) noexcept
+      : handle_(h), where_(where), awaited_(awaited), cancel_awaited_(cancel_awaited) {
     awaited_.add_ref();
   }
   stoppable_resume(const stoppable_resume&) = delete;
@@ -208,8 +209,8 @@ class stoppable_resume final : public task, public continuation {
     release();
   }
   void stop_requested() noexcept {
-    if (awaited_.request_cancel()) return;  // it completes cancelled: on_ready resumes
-    if (!claim()) return;                   // resumed already
+    if (cancel_awaited_ && awaited_.request_cancel()) return;  // completes: on_ready resumes
+    if (!claim()) return;                                      // resumed already
     interrupted_.store(true, std::memory_order_release);
     resume_on_pool();
   }
@@ -217,6 +218,7 @@ class stoppable_resume final : public task, public continuation {
   std::coroutine_handle<> handle_;
   const pool_ref where_;
   state_base& awaited_;
+  const bool cancel_awaited_;
   std::atomic<std::uint32_t> refs_{3};
   std::atomic<bool> claimed_{false};
   std::atomic<bool> interrupted_{false};
@@ -250,7 +252,8 @@ class future_awaiter {
         stopped_ = true;
         return false;
       }
-      if (auto* node = new (std::nothrow) stoppable_resume(h, where, s)) {
+      constexpr bool shared = std::is_same_v<F, spool::shared_future<typename F::value_type>>;
+      if (auto* node = new (std::nothrow) stoppable_resume(h, where, s, !shared)) {
         std::stop_token token = *st;  // the frame may be gone once the node is listed
         stoppable_ = node;
         if (!s.add_continuation(node)) {  // ready meanwhile: go on without suspending
