@@ -45,7 +45,8 @@ namespace {
 // initial-exec: read on every submission (src/README.md, "Thread-local storage").
 [[gnu::tls_model("initial-exec")]] thread_local worker* tls_worker = nullptr;
 // The pool whose task a thread outside it runs now (execute with no worker), for this_pool().
-thread_local core* tls_outside_task = nullptr;
+// initial-exec: set and reset around every task an outside waiter takes back.
+[[gnu::tls_model("initial-exec")]] thread_local core* tls_outside_task = nullptr;
 
 }  // namespace
 
