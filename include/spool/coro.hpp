@@ -119,14 +119,23 @@ inline std::coroutine_handle<> hand_on(std::coroutine_handle<> h) noexcept {
   return std::noop_coroutine();
 }
 
-// A continuation that resumes a coroutine on its pool (`where`). It lives inside the awaiter
+// A continuation that resumes a coroutine on its pool (where()). It lives inside the awaiter
 // (in the suspended coroutine's frame), so suspending allocates nothing; it touches nothing
-// of its own after resuming, because the resumed coroutine may destroy the awaiter.
-class resume_task final : public task, public continuation {
+// of its own after resuming, because the resumed coroutine may destroy the awaiter. Its
+// fields fill the task's tail (the stamp goes in the 4 bytes after task::isolation): 40
+// bytes, which keeps the frame of spool::start's root coroutine in the 128-byte class.
+class resume_task final : public continuation {
  public:
+  std::uint32_t stamp = 0;  // with owner: the pool to resume on
+  core* owner = nullptr;
   std::coroutine_handle<> handle;
-  pool_ref where;
-  void on_ready() noexcept override { dispatch(where, priority::normal, this, this); }
+
+  pool_ref where() const noexcept { return {owner, stamp}; }
+  void set_where(pool_ref p) noexcept {
+    owner = p.owner;
+    stamp = p.stamp;
+  }
+  void on_ready() noexcept override { dispatch(where(), priority::normal, this); }
   void run_inline() noexcept override { drive(handle); }
   outcome run(core&) noexcept override {
     drive(handle);
@@ -161,7 +170,7 @@ const std::stop_token* stop_of(std::coroutine_handle<P> h) noexcept {
 // work is running, or it is shared) resumes the coroutine itself, marked interrupted. References:
 // the state's list (until on_ready), the awaiter (until it is destroyed), the suspending call
 // (until the callback is armed), and a dispatched resumption (until it has run).
-class stoppable_resume final : public task, public continuation {
+class stoppable_resume final : public continuation {
  public:
   stoppable_resume(std::coroutine_handle<> h, pool_ref where, state_base& awaited,
                    bool cancel_awaited) noexcept
@@ -202,7 +211,7 @@ class stoppable_resume final : public task, public continuation {
   bool claim() noexcept { return !claimed_.exchange(true, std::memory_order_acq_rel); }
   void resume_on_pool() noexcept {
     refs_.fetch_add(1, std::memory_order_relaxed);  // the dispatch's, dropped by resume()
-    dispatch(where_, priority::normal, this, this);
+    dispatch(where_, priority::normal, this);
   }
   void resume() noexcept {
     drive(handle_);
@@ -268,7 +277,7 @@ class future_awaiter {
       // No memory for the node: the wait goes on without the stop.
     }
     resume_.handle = h;
-    resume_.where = where;
+    resume_.set_where(where);
     // false: it became ready meanwhile; go on without suspending.
     return s.add_continuation(&resume_);
   }
@@ -389,7 +398,7 @@ class schedule_awaiter {
       return false;  // await_resume throws task_cancelled
     }
     resume_.handle = h;
-    resume_.where = owner_;
+    resume_.set_where(owner_);
     if (std::error_code why = submit_task(owner_, priority::normal, &resume_)) {
       why_ = why;
       return false;  // resume at once; await_resume reports the refusal
@@ -412,9 +421,13 @@ class schedule_awaiter {
 template <class T>
 class root_state final : public unqueued_state<T> {
  public:
-  using unqueued_state<T>::unqueued_state;
+  root_state(pool_ref owner, std::stop_token stop) noexcept
+      : unqueued_state<T>(owner), stop_(std::move(stop)) {}
   // The root is about to run the task: false if its future was cancelled first.
   bool begin() noexcept { return this->try_claim(); }
+  // The coroutine's stop token (start's argument), kept here rather than in the root's frame,
+  // which it would push into the next size class.
+  const std::stop_token& stop() const noexcept { return stop_; }
 
  protected:
   bool cancel_here(cancel_walk&) noexcept override {
@@ -422,6 +435,9 @@ class root_state final : public unqueued_state<T> {
     this->complete_failure(std::make_exception_ptr(task_cancelled()));
     return true;
   }
+
+ private:
+  const std::stop_token stop_;
 };
 
 // The coroutine behind spool::start: awaits the task and completes the future's state. Its
@@ -441,17 +457,17 @@ struct root {
 };
 
 template <class T>
-root run_root(root_state<T>* s, spool::task<T> t, std::stop_token stop) {
+root run_root(root_state<T>* s, spool::task<T> t) {
   if (!s->begin()) {  // cancelled before it started: t is destroyed with this frame
     s->release();
     co_return;
   }
-  if (stop.stop_requested()) {  // stopped before it started: it never runs
+  if (s->stop().stop_requested()) {  // stopped before it started: it never runs
     s->complete_failure(std::make_exception_ptr(task_cancelled()));
     s->release();
     co_return;
   }
-  if (stop.stop_possible()) task_access::stop_slot(t) = &stop;
+  if (s->stop().stop_possible()) task_access::stop_slot(t) = &s->stop();
   // The failure is published after the handler has ended, so from then on only the state
   // refers to the exception (as future_task does).
   std::exception_ptr failure;
@@ -536,18 +552,19 @@ future<T> start(pool& p, task<T> t, std::stop_token stop) {
   if (!t.handle_ || t.handle_.done() || t.handle_.promise().continuation_)
     throw error(errc::invalid_argument, "spool::start of an empty or used task");
   const detail::pool_ref owner = detail::ref_of(p);
-  auto* s = new detail::root_state<T>(owner);  // two references: the root's and the future's
+  // Two references: the root's and the future's.
+  auto* s = new detail::root_state<T>(owner, std::move(stop));
   future<T> result = detail::future_access<T>::make(s);
   detail::root r;
   try {
-    r = detail::run_root(s, std::move(t), std::move(stop));
+    r = detail::run_root(s, std::move(t));
   } catch (...) {  // no memory for the frame
     s->release();
     throw;
   }
   detail::resume_task& node = r.handle.promise().resume;
   node.handle = r.handle;
-  node.where = owner;
+  node.set_where(owner);
   if (std::error_code why = detail::submit_task(owner, priority::normal, &node)) {
     r.handle.destroy();  // never started: frees the task too
     s->release();

@@ -750,8 +750,8 @@ void arm_deadline(Join* j, std::chrono::steady_clock::time_point deadline) {
 }
 
 // The continuation registered on input `index` of a join_state or any_state. It runs on the
-// thread that completes the input, in constant stack (run_here): arriving is a count and, for
-// the last arrival, building the result.
+// thread that completes the input, in constant stack (run_here), and never enters a pool:
+// arriving is a count and, for the last arrival, building the result.
 template <class Join>
 class arrival final : public continuation {
  public:
@@ -763,6 +763,9 @@ class arrival final : public continuation {
     delete this;
     j->arrive(i);
   }
+  outcome run(core&) noexcept override { std::terminate(); }
+  void cancel() noexcept override { std::terminate(); }
+  void destroy() noexcept override { std::terminate(); }
 
  private:
   Join* join_;

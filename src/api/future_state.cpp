@@ -14,7 +14,7 @@
 // sleeper bits and the wait returns at once.
 //
 // Continuations (then, when_all, when_any, co_await) wait in a second word, continuations_:
-// a stack linked through continuation::next_continuation, which complete() swaps for the
+// a stack linked through task::next, which complete() swaps for the
 // closed marker. The invariant: on_ready() is called exactly once on every registered
 // continuation, and never before the result is visible. A registrant pushes with a
 // compare-exchange that fails if the word is closed; complete() writes the result, then
@@ -60,10 +60,10 @@ thread_local inline_queue tl_inline;
 
 void run_here(continuation* c) noexcept {
   inline_queue& q = tl_inline;
-  c->next_continuation = nullptr;
+  c->next = nullptr;
   if (q.draining) {
     if (q.tail != nullptr) {
-      q.tail->next_continuation = c;
+      q.tail->next = c;
     } else {
       q.head = c;
     }
@@ -74,20 +74,20 @@ void run_here(continuation* c) noexcept {
   c->run_inline();
   while (q.head != nullptr) {
     continuation* next = q.head;  // unlinked before it runs: running may free it
-    q.head = next->next_continuation;
+    q.head = static_cast<continuation*>(next->next);
     if (q.head == nullptr) q.tail = nullptr;
     next->run_inline();
   }
   q.draining = false;
 }
 
-void dispatch(pool_ref where, priority p, task* t, continuation* c) noexcept {
+void dispatch(pool_ref where, priority p, continuation* c) noexcept {
   if (where.owner != nullptr) {
     if (on_worker_of(where.owner)) {
-      if (!where.owner->submit(t, p)) return;  // a refusal calls t->destroy(), which frees nothing
+      if (!where.owner->submit(c, p)) return;  // a refusal calls c->destroy(), which frees nothing
     } else {
       pin held(where);
-      if (held && !where.owner->submit(t, p)) return;
+      if (held && !where.owner->submit(c, p)) return;
     }
   }
   run_here(c);
@@ -161,14 +161,14 @@ void state_base::complete(held how) noexcept {
   // Newest first: reverse, so continuations start in the order they were registered.
   continuation* ordered = nullptr;
   while (list != nullptr) {
-    continuation* next = list->next_continuation;
-    list->next_continuation = ordered;
+    auto* next = static_cast<continuation*>(list->next);
+    list->next = ordered;
     ordered = list;
     list = next;
   }
   while (ordered != nullptr) {
-    continuation* next = ordered->next_continuation;  // read first: on_ready may free it
-    ordered->next_continuation = nullptr;
+    auto* next = static_cast<continuation*>(ordered->next);  // read first: on_ready may free it
+    ordered->next = nullptr;
     ordered->on_ready();
     ordered = next;
   }
@@ -178,7 +178,7 @@ bool state_base::add_continuation(continuation* c) noexcept {
   continuation* head = continuations_.load(std::memory_order_acquire);
   do {
     if (head == closed_list()) return false;
-    c->next_continuation = head;
+    c->next = head;
   } while (!continuations_.compare_exchange_weak(head, c, std::memory_order_release,
                                                  std::memory_order_acquire));
   return true;

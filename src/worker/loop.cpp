@@ -167,15 +167,16 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   return threads_.try_retire(w) ? rest_end::retired : rest_end::looked;
 }
 
-void core::execute(worker* w, task* t) noexcept {
-  if (gate_.load(std::memory_order_acquire) != 0) {
-    execute_gated(w, t);
-    return;
-  }
-  tally_outcome(w, run_task(w, t));
+[[gnu::always_inline]] inline void core::tally_outcome(worker* w, outcome how) noexcept {
+  idle_.tally(w,
+              how == outcome::completed ? &counters::completed
+              : how == outcome::failed  ? &counters::failed
+                                        : &counters::cancelled,
+              1);
 }
 
-outcome core::run_task(worker* w, task* t) noexcept {
+// Inline: it is the body of execute()'s fast path, which every task takes.
+[[gnu::always_inline]] inline outcome core::run_task(worker* w, task* t) noexcept {
   if (w == nullptr) {
     core* const outer = tls_outside_task;
     tls_outside_task = this;
@@ -192,6 +193,14 @@ outcome core::run_task(worker* w, task* t) noexcept {
   add_owned32(w->depth, -1);
   w->isolation = outer;
   return how;
+}
+
+void core::execute(worker* w, task* t) noexcept {
+  if (gate_.load(std::memory_order_acquire) != 0) {
+    execute_gated(w, t);
+    return;
+  }
+  tally_outcome(w, run_task(w, t));
 }
 
 namespace {
@@ -227,14 +236,6 @@ void core::execute_gated(worker* w, task* t) noexcept {
   const outcome how = run_task(w, t);
   call_task_hook(cfg_.on_task_finish, "on_task_finish", info, end_of(how));
   tally_outcome(w, how);
-}
-
-void core::tally_outcome(worker* w, outcome how) noexcept {
-  idle_.tally(w,
-              how == outcome::completed ? &counters::completed
-              : how == outcome::failed  ? &counters::failed
-                                        : &counters::cancelled,
-              1);
 }
 
 bool core::help_until(wait_target& until,

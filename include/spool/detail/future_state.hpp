@@ -34,20 +34,21 @@ class state_base;
 // What waits in a state's list until the state is ready: then's task, when_all's arrivals, a
 // coroutine's resumption. complete() calls on_ready() once on each, on the completing thread
 // (or the registering one, if the state was ready already); the continuation then runs its work
-// there (run_here) or hands itself to its pool (dispatch).
-class continuation {
+// there (run_here) or hands itself to its pool as a task (dispatch). A continuation is a task,
+// so that one object, one vtable pointer and one link (task::next: in a state's list, then in
+// run_here's queue or a pool's) serve both; the states are continuations too (state_base), so a
+// then() link is a single object. Every continuation's task operations must be callable: one
+// that never enters a pool says so in run/cancel/destroy.
+class continuation : public task {
  public:
-  continuation* next_continuation = nullptr;  // link in a state's list, then in run_here's queue
   // The state it waited for is ready. Called once.
-  virtual void on_ready() noexcept = 0;
+  virtual void on_ready() noexcept { std::terminate(); }  // a state that is not a continuation
   // The work, on the calling thread (run_here calls it).
-  virtual void run_inline() noexcept = 0;
+  virtual void run_inline() noexcept { std::terminate(); }
 
  protected:
   continuation() = default;
   ~continuation() = default;
-  continuation(const continuation&) = delete;
-  continuation& operator=(const continuation&) = delete;
 };
 
 // Runs c->run_inline() on this thread in constant stack: if this thread is already inside
@@ -55,10 +56,10 @@ class continuation {
 // queued and the outermost call runs it after the current one, in order. So a chain of any
 // length finishes without growing the stack.
 void run_here(continuation* c) noexcept;
-// Where a continuation that is also a task goes: submitted to `where` at priority p (as t);
-// run here (as c) if `where` has no pool, refuses it (shut down, or full with reject), or
-// has been destroyed.
-void dispatch(pool_ref where, priority p, task* t, continuation* c) noexcept;
+// Where a continuation goes to run as a task: submitted to `where` at priority p; run here
+// instead if `where` has no pool, refuses it (shut down, or full with reject), or has been
+// destroyed.
+void dispatch(pool_ref where, priority p, continuation* c) noexcept;
 // Submits t to `where` from any thread: as core::submit (t is queued, or destroyed and the
 // refusal returned), and errc::shut_down (t destroyed) if the pool is gone.
 std::error_code submit_task(pool_ref where, priority p, task* t) noexcept;
@@ -97,7 +98,7 @@ class cancel_walk {
 // The completion protocol lives in src/api/future_state.cpp: `status_` gains k_ready exactly
 // once; waiters announce themselves with flag bits so the completer knows whom to wake (a
 // futex wake for outside threads, the pool's parker for workers that help while waiting).
-class state_base : public task {
+class state_base : public continuation {
  public:
   static constexpr std::uint32_t k_ready = 1;
   static constexpr std::uint32_t k_waited_outside = 2;  // a non-worker thread sleeps on status_
@@ -199,8 +200,8 @@ class state_base : public task {
   std::atomic<std::uint32_t> refs_{2};  // the task's and the future's
   const std::uint32_t stamp_;           // the owner's life this state was made in
   core* const owner_;
-  // Continuations waiting for completion, newest first, linked through next_continuation;
-  // becomes a closed marker when complete() takes them. See continue_with() in
+  // Continuations waiting for completion, newest first, linked through task::next; becomes a
+  // closed marker when complete() takes them. See continue_with() in
   // future_state.cpp.
   std::atomic<continuation*> continuations_{nullptr};
 };
@@ -661,7 +662,7 @@ using then_result_t =
 // priority, or, made inline, on the thread that completes the source. If f returns a
 // future, the state completes when that one does (a forwarder waits on it).
 template <class Src, class F, class R, bool Shared, then_kind Kind>
-class then_task final : public state<R>, public continuation {
+class then_task final : public state<R> {
   using call = then_call<Src, F, Shared, Kind>;
 
  public:
@@ -676,7 +677,7 @@ class then_task final : public state<R>, public continuation {
     if (inline_) {
       run_here(this);
     } else {
-      dispatch(this->owner(), prio_, this, this);
+      dispatch(this->owner(), prio_, this);
     }
   }
   void run_inline() noexcept override { (void)fire(); }
@@ -784,11 +785,15 @@ class then_task final : public state<R>, public continuation {
     this->complete_failure(std::make_exception_ptr(task_cancelled()));
   }
 
+  // Never enters a pool: it runs where the returned future completes (run_here).
   class forwarder final : public continuation {
    public:
     explicit forwarder(then_task& t) noexcept : t_(t) {}
     void on_ready() noexcept override { run_here(this); }
     void run_inline() noexcept override { t_.forward(); }
+    outcome run(core&) noexcept override { std::terminate(); }
+    void cancel() noexcept override { std::terminate(); }
+    void destroy() noexcept override { std::terminate(); }
 
    private:
     then_task& t_;
