@@ -6,11 +6,12 @@
 #               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
 #               finally the install/consumer test (tests/install/run.sh)
 #   make cluster                  a fleet in the background: HAProxy on http://127.0.0.1:8080/,
-#                                 NODES spoold nodes, Redis primary + replica, 3 Sentinels
+#                                 NODES spoold nodes, Redis primary + 2 replicas, 3 Sentinels;
+#                                 NETNS=1: each part in a network namespace of its own (root)
 #   make cluster-status / cluster-rolling-restart / cluster-down   (cluster/README.md)
 #
 # Other targets: deps build test-release tsan asan install-test format clean help
-# Knobs: ARGS="..." (for run), NODES=3 (for cluster), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
+# Knobs: ARGS="..." (for run), NODES=3 NETNS=1 (for cluster), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
 #        WERROR=ON, CTEST_ARGS="-R pattern", SPOOL_SKIP_DEPS=1, BUILD_ROOT=build
 
 SHELL       := /bin/bash
@@ -29,6 +30,7 @@ ASAN_JOBS  ?= 2
 CTEST_ARGS ?=
 ARGS       ?=
 NODES      ?= 3
+NETNS      ?=
 PYTHON3    ?= python3
 FLEET      := $(PYTHON3) cluster/fleet.py
 
@@ -67,7 +69,7 @@ help:
 	@echo "  make tsan            build + ctest in $(TSAN_DIR) (ThreadSanitizer)"
 	@echo "  make asan            build + ctest in $(ASAN_DIR) (AddressSanitizer + UBSan)"
 	@echo "  make install-test    tests/install/run.sh (cmake --install + consumers)"
-	@echo "  make cluster [NODES=3]  HAProxy on :8080 + spoold nodes + Redis/Sentinel, background"
+	@echo "  make cluster [NODES=3] [NETNS=1]  HAProxy on :8080 + spoold nodes + Redis/Sentinel"
 	@echo "  make cluster-status     what the fleet runs; cluster-rolling-restart; cluster-down"
 	@echo "  make format          clang-format sources (if clang-format is installed)"
 	@echo "  make clean           remove $(BUILD_ROOT)/"
@@ -104,7 +106,7 @@ cluster: deps
 	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS))
 	$(CMAKE) --build $(RELEASE_DIR) --target spoold
 	$(call banner,Fleet: $(NODES) spoold nodes behind HAProxy on Redis with Sentinel)
-	$(FLEET) up --nodes $(NODES) --spoold $(RELEASE_DIR)/server/spoold
+	$(FLEET) up --nodes $(NODES) $(if $(NETNS),--netns) --spoold $(RELEASE_DIR)/server/spoold
 
 cluster-down:
 	$(FLEET) down

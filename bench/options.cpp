@@ -101,6 +101,11 @@ void apply_param(options& o, std::string_view flag, const std::string& value) {
     for (const std::string& m : o.connection_modes)
       if (m != "keepalive" && m != "close")
         usage_error(o, "--connection wants keepalive and/or close, not '" + m + "'");
+  } else if (flag == "--balancers") {
+    o.balancers = split(value);
+    for (const std::string& name : o.balancers)
+      if (name != "haproxy" && name != "nginx")
+        usage_error(o, "--balancers wants haproxy and/or nginx, not '" + name + "'");
   } else if (flag == "--servers") {
     o.servers = split(value);
     for (const std::string& name : o.servers)

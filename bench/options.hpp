@@ -48,8 +48,10 @@ struct options {
   bool tls = false;                           // http --tls: over TLS (experiments/http_tls.cpp)
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
-  // cluster: the fleet sizes behind HAProxy, and the failovers timed per store setting.
+  // cluster: the fleet sizes behind the balancers, which balancers ("haproxy", "nginx"), and
+  // the failovers timed per number of replicas.
   std::vector<std::uint64_t> fleet_nodes;
+  std::vector<std::string> balancers;
   std::optional<std::uint64_t> failovers;
   std::string store_spec;  // http --store: "redis", or a spoold --store spec; "" for the default
   // siege: repetitions per user in the one-shot form (-r), which forms, the paper's "original".

@@ -41,7 +41,12 @@ PACKAGES=(
   redis-server     # started by the integration tests on a free port, and by make cluster
   redis-sentinel   # make cluster and the fleet tests: failover of the guestbook's Redis
   haproxy          # make cluster and the fleet tests: the load balancer in front of the nodes
+  iproute2         # the fault tests' network lab (cluster/netns.py): namespaces, veth, bridge
+  nftables         # that lab's partitions: packets between two hosts dropped silently
+  iptables         # that lab's latency: packets sent through a netfilter queue (NFQUEUE)
+  libnetfilter-queue-dev  # tests/tools/netdelay.c, which holds those packets for a fixed time
   python3          # the integration tests (standard library only)
+  python3-redis    # docs/queue.md's producer in Python, run by the queue's tests (redis-py)
   chromium         # headless browser tests of the guestbook and the dashboard
   chromium-driver  # WebDriver for those tests
   clang            # libFuzzer build of the request-parser fuzz target

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 
+#include <spool/queue/admin.hpp>
 #include <spool/spool.hpp>
 
 #include "app/access_log.hpp"
@@ -110,6 +111,12 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   spool::pool pool(cfg);
 
   spoold::app application(files, *store, counters, pool, opts.node_name);
+  // /queue shows the task queues of --queue-store, or of the store if it is Redis.
+  std::optional<spool::queue::admin> queues;
+  const std::string queue_store =
+      !opts.queue_store.empty() ? opts.queue_store
+                                : (spoold::store::is_redis_spec(opts.store) ? opts.store : "");
+  if (!queue_store.empty()) application.show_queues(queues.emplace(queue_store));
   spoold::server_context ctx{opts, application, counters, pool, log.get()};
   std::optional<spoold::client_table> clients;
   if (opts.max_connections_per_client > 0 || opts.rate_limit > 0) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "net.hpp"
+#include "store/store.hpp"
 
 namespace spoold {
 namespace {
@@ -23,6 +24,8 @@ constexpr std::string_view help_text =
     "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
     "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "                        (default sqlite:./spoold.db)\n"
+    "  --queue-store URL     the Redis whose task queues /queue shows, redis:// or\n"
+    "                        redis-sentinel:// (default: --store, if it is Redis)\n"
     "  --store-replicas K    acknowledge a post once K Redis replicas have it (default 0)\n"
     "  --store-replicas-timeout S  how long a post waits for them; then 503 (default 1)\n"
     "  --model NAME          server architecture: epoll (default), iterative, forking,\n"
@@ -44,6 +47,8 @@ constexpr std::string_view help_text =
     "                        or v2) naming the client; X-Forwarded-For is then ignored\n"
     "  --header-timeout S    seconds to send a request head (default 10)\n"
     "  --idle-timeout S      seconds a keep-alive connection may idle (default 15)\n"
+    "  --trust-idle-timeout S  the same for connections from --trust peers; 0: until\n"
+    "                        the peer closes it (default: --idle-timeout)\n"
     "  --write-timeout S     seconds a client may read nothing (default 30)\n"
     "  --grace S             seconds in-flight requests get at shutdown (default 10)\n"
     "  --drain-delay S       on SIGTERM, seconds /healthz fails before shutdown (default 0)\n"
@@ -185,12 +190,23 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_seconds(value, o.header_timeout) || o.header_timeout.count() == 0) return bad();
   } else if (name == "idle-timeout") {
     if (!parse_seconds(value, o.idle_timeout) || o.idle_timeout.count() == 0) return bad();
+  } else if (name == "trust-idle-timeout") {
+    std::chrono::milliseconds t{};
+    if (!parse_seconds(value, t)) return bad();
+    o.trust_idle_timeout = t;
   } else if (name == "write-timeout") {
     if (!parse_seconds(value, o.write_timeout) || o.write_timeout.count() == 0) return bad();
   } else if (name == "grace") {
     if (!parse_seconds(value, o.grace)) return bad();
   } else if (name == "drain-delay") {
     if (!parse_seconds(value, o.drain_delay)) return bad();
+  } else if (name == "queue-store") {
+    if (!store::is_redis_spec(value)) {
+      error = "bad value for --queue-store: '" + std::string(value) +
+              "' (redis://HOST[:PORT] or redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER)";
+      return false;
+    }
+    o.queue_store = value;
   } else if (name == "node-name") {
     // It goes unescaped into a header, a Prometheus label and JSON.
     const auto allowed = [](char c) {
@@ -244,7 +260,8 @@ constexpr std::string_view option_names[] = {
     "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
     "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
     "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
-    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only"};
+    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only",
+    "queue-store", "trust-idle-timeout"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";

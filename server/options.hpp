@@ -21,6 +21,8 @@ struct options {
   unsigned max_threads = 64;
   unsigned loops = 0;  // 0: one per core
   std::string store = "sqlite:./spoold.db";
+  // The Redis whose task queues (libspool_queue) /queue shows; "": the store, if it is Redis.
+  std::string queue_store;
   std::string model = "epoll";
   // Processes (preforked) or threads (prethreaded); 0: the model's default (README.md).
   unsigned workers = 0;
@@ -39,6 +41,10 @@ struct options {
   bool proxy_protocol = false;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{15'000};
+  // How long a keep-alive connection from a --trust peer may idle; 0: until the peer closes it
+  // (a load balancer that reuses idle connections closes them itself, so that none is closed
+  // under a request it is sending). nullopt: idle_timeout.
+  std::optional<std::chrono::milliseconds> trust_idle_timeout;
   std::chrono::milliseconds write_timeout{30'000};
   std::chrono::milliseconds grace{10'000};
   // On SIGTERM/SIGINT, how long /healthz answers 503 (while everything is still served) before

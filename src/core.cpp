@@ -93,6 +93,7 @@ core::core(const config& cfg, std::uint32_t stamp)
   if (cfg_.on_task_start || cfg_.on_task_finish) {
     gate_.store(k_gate_traced, std::memory_order_relaxed);  // before any thread starts
   }
+  enable_asymmetric_barriers();  // before the first thread (sync/dekker.hpp)
   for (unsigned i = 0; i < min_threads_; ++i) {
     if (std::error_code ec = threads_.grow(scale_event::cause::initial)) {
       stop_workers();
@@ -179,8 +180,10 @@ void core::wait_quiescent() noexcept {
 
 void core::close() noexcept {
   // A read-modify-write, so that under ThreadSanitizer (no fences) it still synchronises with
-  // submit_to_slot's read of the flag.
+  // submit_to_slot's read of the flag; then the heavy barrier, the rare side of that pairing,
+  // before anyone reads the submitters' counts.
   closed_.exchange(1, std::memory_order_seq_cst);
+  heavy_barrier();
   queues_.shared().close();
 }
 

@@ -66,7 +66,7 @@ class core {
   // A due timer's task, from the timer thread (timers/): counted as an outside submission,
   // pushed into the injector past any bound (the timer thread must never wait for room, and
   // a refused due timer would lose its run), so it is refused only after close() (errc::
-  // shut_down, checked after the count with a full barrier as submit_to_slot does) or for
+  // shut_down, checked after the count as submit_to_slot does) or for
   // memory. Never blocks; on refusal t stays the caller's, for it to report the error.
   std::error_code submit_due(task* t, priority p) noexcept;
 
@@ -77,10 +77,11 @@ class core {
 
   std::error_code wait_idle() noexcept;
   // Refuses outside submissions from now on. Pairs Dekker-style with a producer-slot submission
-  // (submit_to_slot, enter_batch): the submitter counts the task in its slot, then reads
-  // closed_ after a full barrier; close() sets closed_ by a seq_cst read-modify-write, and a
-  // shutdown then reads the counts (quiescence::wait). Either the submitter sees the flag and
-  // backs out, or the shutdown sees the count and waits for the task.
+  // (submit_to_slot, enter_batch, submit_due): the submitter counts the task in its slot, then
+  // reads closed_ after light_barrier(); close() sets closed_ by a seq_cst read-modify-write,
+  // takes heavy_barrier(), and a shutdown then reads the counts (quiescence::wait). Either the
+  // submitter sees the flag and backs out, or the shutdown sees the count and waits for the
+  // task (sync/dekker.hpp: the submitter pays no fence; close() pays a membarrier).
   void close() noexcept;
   // errc::would_deadlock from one of this pool's workers; otherwise joins. *dropped: tasks
   // and timers dropped (shutdown_report::dropped).
@@ -173,8 +174,9 @@ class core {
   void leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept;
   // Submission from outside the pool into the calling thread's own slot.
   std::error_code submit_to_slot(producer_slot& slot, task* t) noexcept;
-  // Whether close() has been called; read after a full barrier (see submit_to_slot).
-  bool closed_after_barrier() noexcept { return load_after_full_barrier(closed_) != 0; }
+  // Whether close() has been called; read after light_barrier(), the frequent side of the
+  // pairing with close() (see close()).
+  bool closed_after_barrier() noexcept { return load_after_light_barrier(closed_) != 0; }
   // Undoes a submission's count, frees the task and reports why.
   std::error_code refuse(worker* w, task* t, std::error_code why) noexcept;
 

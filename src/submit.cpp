@@ -128,7 +128,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     // Wake a worker with the first task and every k_bulk_notify after it, not only at the
     // end: the workers then run the batch while it is still being made (and while its tasks
     // are still in this core's cache), and one that emptied the deque and slept meanwhile is
-    // woken again. A notify that finds a spinner or no sleeper costs a fence and two loads.
+    // woken again. A notify that finds no sleeper costs two loads (and a fence if one spins).
     if (++r.accepted % k_bulk_notify == 1) sleep_.notify_worker();
   }
   if (const std::uint64_t refused = n - r.accepted; refused != 0) {
@@ -143,7 +143,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
 
 std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n) noexcept {
   // Counted for the whole batch before any task is visible. For a slot, the closed check
-  // follows the count with a full barrier, once for the batch (see submit_to_slot).
+  // follows the count with the light barrier, once for the batch (see submit_to_slot).
   if (w != nullptr) {
     idle_.tally(w, &counters::submitted, n);
     return discarding() ? errc::shut_down : std::error_code{};
@@ -164,10 +164,10 @@ void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noex
 }
 
 std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
-  // Counted, then the closed check, with a full barrier between: close() sets the flag and
-  // then reads these counts (quiescence::wait), so either we see the flag and back out, or
-  // the shutdown sees our count and waits for the task, which the workers will find in the
-  // slot. The same contract holds for a batch (enter_batch).
+  // Counted, then the closed check, with the light barrier between: close() sets the flag,
+  // takes the heavy barrier and then reads these counts (quiescence::wait), so either we see
+  // the flag and back out, or the shutdown sees our count and waits for the task, which the
+  // workers will find in the slot. The same contract holds for a batch (enter_batch).
   add_owned(slot.entered, 1);
   std::error_code why;
   if (closed_after_barrier()) {

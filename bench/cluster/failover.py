@@ -3,24 +3,26 @@
 acknowledged (303) through HAProxy, for posts sent after the kill. Run by `spool-bench cluster`
 (which reads the last line of stdout); runnable alone.
 
-    failover.py --spoold PATH [--repeat N] [--replicas K] [--site DIR]
+    failover.py --spoold PATH [--repeat N] [--redis-replicas R] [--store-replicas K]
+                [--down-after-ms MS] [--site DIR]
 
-A fleet of cluster/fleet.py (one spoold node, Redis primary and replica, three Sentinels with
-down-after-milliseconds 2000, HAProxy) on a 127.x.y.0/24 block and ports of its own, in a
-temporary directory, stopped at the end whatever happens. One client thread posts through
+A fleet of cluster/fleet.py (one spoold node, a Redis primary and R replicas, three Sentinels,
+HAProxy; make cluster's timings, fleet.Settings) on a 127.x.y.0/24 block and ports of its own,
+in a temporary directory, stopped at the end whatever happens. One client thread posts through
 HAProxy, each post with a key of its own, one every POST_PACE_S. For each repeat: wait until the
-fleet is whole (the replica online, the Sentinels agreed), kill -9 the primary, and wait for
+fleet is whole (every replica online, the Sentinels agreed), kill -9 the primary, and wait for
 the first acknowledged post sent after the kill. Then start the old primary again and wait until
 it is an online replica and posts are acknowledged, before the next repeat.
 
---replicas K is spoold's --store-replicas. With 1 (make cluster's setting) a post needs a
-replica's confirmation, and with two Redis instances the promoted one has none until the old
-primary is back as its replica: the time then includes the old primary's restart (started as
-soon as the Sentinels promoted the other) and its conversion into a replica. With 0 it is
-Sentinel's detection and promotion and spoold following it.
+--store-replicas K is spoold's (make cluster's is 1: a post needs a replica's confirmation).
+With R = 2 (make cluster's) the promoted replica has the other one to confirm posts, and the
+old primary stays down until the time is taken. With R = 1 the promoted one has no replica
+until the old primary is back: the old primary is started again as soon as the Sentinels
+promoted the other, and the time includes its conversion into a replica.
 
-Prints one progress line per repeat to stderr and, last on stdout, one line:
-    failover replicas=K seconds=S1,S2,...
+Prints one progress line per repeat to stderr (with when the Sentinels named the new primary)
+and, last on stdout, one line:
+    failover redis-replicas=R store-replicas=K seconds=S1,S2,...
 Exit status 0, or 1 with the reason on stderr.
 """
 
@@ -82,14 +84,18 @@ def main():
     parser.add_argument("--spoold", required=True)
     parser.add_argument("--site", default=None)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--replicas", type=int, default=1, choices=(0, 1))
+    parser.add_argument("--redis-replicas", type=int, default=2, choices=(1, 2))
+    parser.add_argument("--store-replicas", type=int, default=1, choices=(0, 1))
+    parser.add_argument("--down-after-ms", type=int, default=fleet.Settings.down_after_ms,
+                        help="Sentinel's down-after-milliseconds (default: make cluster's)")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat wants at least 1")
 
     tmp = tempfile.mkdtemp(prefix="spool-bench-failover-")
-    layout = fleet.Layout.free(nodes=1)
-    settings = fleet.Settings(down_after_ms=2000, store_replicas=args.replicas)
+    layout = fleet.Layout.free(nodes=1, replicas=args.redis_replicas)
+    settings = fleet.Settings(store_replicas=args.store_replicas,
+                              down_after_ms=args.down_after_ms)
     f = fleet.Fleet(tmp, layout, args.spoold, site=args.site, settings=settings)
     poster = None
     seconds = []
@@ -105,14 +111,18 @@ def main():
             killed = time.monotonic()
             f.kill_redis(old)
             new = f.wait_for_new_primary(old, FAILOVER_LIMIT_S)
-            # The old primary is started again as soon as another is promoted: with replicas=1
-            # no post can be acknowledged before it is back as a replica.
-            f.start_redis(old, 30)
+            named = time.monotonic()
+            if args.redis_replicas == 1:
+                # No post can be acknowledged before the old primary is back as a replica.
+                f.start_redis(old, 30)
             answered = fleet.wait_for(lambda: poster.first_ack_sent_after(killed),
                                       FAILOVER_LIMIT_S, "a post acknowledged after the kill")
             seconds.append(answered - killed)
-            print(f"failover {i + 1}/{args.repeat}: {old} killed, {new} promoted, first post "
-                  f"acknowledged after {seconds[-1]:.2f} s", file=sys.stderr, flush=True)
+            print(f"failover {i + 1}/{args.repeat}: {old} killed, {new} named primary by the "
+                  f"Sentinels after {named - killed:.2f} s, first post acknowledged after "
+                  f"{seconds[-1]:.2f} s", file=sys.stderr, flush=True)
+            if args.redis_replicas > 1:
+                f.start_redis(old, 30)
             f.wait_replica_online(old, 90)
             whole = time.monotonic()
             fleet.wait_for(lambda: poster.first_ack_sent_after(whole), 60,
@@ -126,7 +136,8 @@ def main():
             poster.thread.join(REQUEST_TIMEOUT_S + 5)
         f.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"failover replicas={args.replicas} seconds="
+    print(f"failover redis-replicas={args.redis_replicas} store-replicas={args.store_replicas} "
+          "seconds="
           + ",".join(f"{s:.3f}" for s in seconds), flush=True)
     return 0
 

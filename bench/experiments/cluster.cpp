@@ -1,13 +1,14 @@
 // cluster: spoold as a fleet behind HAProxy (cluster/fleet.py: N spoold nodes on Redis with
-// Sentinel, --store-replicas 1), against one node of the same fleet reached directly, under
-// wrk, for three workloads: the static page, the guestbook page and a mix of guestbook reads
-// and durable posts. Every measurement starts a fleet of its own on a 127.x.y.0/24 block and
-// free ports, warms it up for 1 s, measures, and stops it. Then the failover time: kill -9 of
-// the Redis primary to the first acknowledged post (bench/cluster/failover.py), repeated, with
-// and without a replica's confirmation per post.
+// Sentinel, --store-replicas 1) and the same nodes behind nginx as the balancer, against one
+// node of such a fleet reached directly, under wrk, for three workloads (the static page, the
+// guestbook page, a mix of guestbook reads and durable posts), with kept-alive connections and
+// with a connection per request. Every measurement starts a fleet of its own on a 127.x.y.0/24
+// block and free ports (and, for nginx, an nginx in front of its nodes), warms it up for 1 s,
+// measures, and stops it. Then the failover time: kill -9 of the Redis primary to the first
+// acknowledged post (bench/cluster/failover.py), repeated, with one and with two replicas.
 //
-// On one machine the nodes, HAProxy, Redis and wrk share the cores: the figures show what the
-// balancer costs and that nothing collapses as nodes are added, not how a fleet of machines
+// On one machine the nodes, the balancer, Redis and wrk share the cores: the figures show what
+// the balancer costs and that nothing collapses as nodes are added, not how a fleet of machines
 // scales.
 #include <signal.h>
 
@@ -19,10 +20,12 @@
 #include <vector>
 
 #include "experiments/experiments.hpp"
+#include "process_stats.hpp"
 #include "servers/child_process.hpp"
-#include "servers/run_setup.hpp"
 #include "servers/compared_servers.hpp"
 #include "servers/failure_log.hpp"
+#include "servers/nginx.hpp"
+#include "servers/run_setup.hpp"
 #include "servers/served_content.hpp"
 #include "servers/server_measurement.hpp"
 #include "servers/spoold.hpp"
@@ -78,9 +81,32 @@ const std::vector<workload>& workloads() {
 
 [[noreturn]] void cannot_run(const std::string& what) { bench::cannot_run("cluster", what); }
 
+// What a row measures: one node directly, or N nodes behind a balancer.
+enum class balancer { none, haproxy, nginx };
+
+struct kind_spec {
+  balancer b = balancer::none;
+  std::uint64_t nodes = 1;
+};
+
+std::string kind_name(balancer b, std::uint64_t nodes) {
+  if (b == balancer::none) return direct_name;
+  return std::string(b == balancer::haproxy ? "haproxy " : "nginx ") + std::to_string(nodes) +
+         (nodes == 1 ? " node" : " nodes");
+}
+
+kind_spec spec_of(const std::string& name) {
+  if (name == direct_name) return {};
+  const std::size_t space = name.find(' ');
+  return {name.starts_with("haproxy") ? balancer::haproxy : balancer::nginx,
+          std::stoull(name.substr(space + 1))};
+}
+
 struct plan {
   std::vector<std::uint64_t> nodes;
   std::vector<std::uint64_t> concurrency;
+  std::vector<std::string> modes;  // "keepalive", "close"
+  std::vector<balancer> balancers;
   unsigned seconds = 10;
   unsigned wrk_slack_s = 30;
   std::uint64_t failovers = 5;
@@ -90,10 +116,6 @@ struct plan {
   std::vector<server_kind> kinds;  // names only: what a measurement starts is decided by name
 };
 
-std::string haproxy_name(std::uint64_t nodes) {
-  return "haproxy " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
-}
-
 plan make_plan(const options& o) {
   plan p;
   p.nodes = !o.fleet_nodes.empty() ? o.fleet_nodes
@@ -101,6 +123,14 @@ plan make_plan(const options& o) {
                                                                            {1});
   p.concurrency = !o.concurrency.empty() ? o.concurrency
                                          : std::vector<std::uint64_t>{o.by_size<std::uint64_t>(100, 100, 10)};
+  p.modes = !o.connection_modes.empty()
+                ? o.connection_modes
+                : o.by_size<std::vector<std::string>>({"keepalive", "close"},
+                                                      {"keepalive", "close"}, {"keepalive"});
+  const std::vector<std::string> balancers =
+      !o.balancers.empty() ? o.balancers : std::vector<std::string>{"haproxy", "nginx"};
+  for (const std::string& b : balancers)
+    p.balancers.push_back(b == "haproxy" ? balancer::haproxy : balancer::nginx);
   p.seconds = whole_seconds(o, o.by_size(10.0, 3.0, 1.0), "cluster", " (wrk's -d)");
   p.wrk_slack_s = o.by_size(30u, 30u, 10u);
   p.failovers = o.failovers ? *o.failovers : o.by_size<std::uint64_t>(5, 5, 1);
@@ -108,7 +138,8 @@ plan make_plan(const options& o) {
   require_program("cluster", "wrk");
   p.python = on_path("python3");
   if (p.python.empty()) cannot_run("python3 is not installed; scripts/install-deps.sh installs it");
-  for (const char* program : {"/usr/sbin/haproxy", "/usr/bin/redis-server", "/usr/bin/redis-sentinel"})
+  for (const char* program :
+       {"/usr/sbin/haproxy", "/usr/bin/redis-server", "/usr/bin/redis-sentinel", nginx_binary})
     if (!is_executable(program))
       cannot_run(std::string(program) + " is not installed; scripts/install-deps.sh installs it");
   p.fleet_py = std::string(SPOOL_BENCH_SOURCE) + "/cluster/fleet.py";
@@ -124,7 +155,8 @@ plan make_plan(const options& o) {
   p.script = p.dir->file("mix.lua");
   write_file(p.script, mix_script);
   p.kinds.push_back({direct_name, {}});
-  for (std::uint64_t n : p.nodes) p.kinds.push_back({haproxy_name(n), {}});
+  for (balancer b : p.balancers)
+    for (std::uint64_t n : p.nodes) p.kinds.push_back({kind_name(b, n), {}});
   return p;
 }
 
@@ -152,9 +184,15 @@ class fleet_run {
     started_ = true;  // even a failed up may have left pid files: down stops what runs
     if (!status.ok()) throw std::runtime_error("fleet.py up: " + status.describe() + ": " + *text);
     haproxy_ = after(*text, "  site:      ");
-    node_ = "http://" + after(*text, "  web1       ") + "/";
-    if (haproxy_.empty() || node_ == "http:///")
-      throw std::runtime_error("fleet.py up printed no site or web1 line: " + *text);
+    for (std::uint64_t i = 1; i <= nodes; ++i) {
+      std::string name = "web" + std::to_string(i);
+      name.resize(11, ' ');  // the status lines' column
+      nodes_.push_back(after(*text, "  " + name));
+      if (nodes_.back().empty())
+        throw std::runtime_error("fleet.py up printed no " + name + "line: " + *text);
+    }
+    node_ = "http://" + nodes_.front() + "/";
+    if (haproxy_.empty()) throw std::runtime_error("fleet.py up printed no site line: " + *text);
   }
   ~fleet_run() {
     if (!started_) return;
@@ -174,9 +212,10 @@ class fleet_run {
   fleet_run(const fleet_run&) = delete;
   fleet_run& operator=(const fleet_run&) = delete;
 
-  // "http://ADDR:PORT/" of HAProxy and of the first node.
+  // "http://ADDR:PORT/" of HAProxy and of the first node; "ADDR:PORT" of every node.
   const std::string& haproxy() const { return haproxy_; }
   const std::string& node() const { return node_; }
+  const std::vector<std::string>& nodes() const { return nodes_; }
 
  private:
   // The first word after `marker` at the start of a line of `text` ("" if none).
@@ -191,20 +230,36 @@ class fleet_run {
   const plan& p_;
   temp_dir dir_;
   std::string state_, haproxy_, node_;
+  std::vector<std::string> nodes_;
   bool started_ = false;
 };
 
+// nginx as the balancer in front of the fleet's nodes, one worker per core (as spoold's loops).
+std::unique_ptr<running_server> start_nginx_balancer(const std::vector<std::string>& nodes) {
+  nginx_settings s;
+  s.upstreams = nodes;
+  s.workers = online_cpus();
+  return start_nginx(s);
+}
+
 sample measure(const plan& p, const std::string& kind, const workload& w, std::uint64_t c,
-               unsigned threads, failure_log& log, const std::string& variant) {
-  const std::uint64_t nodes =
-      kind == direct_name ? 1 : std::stoull(kind.substr(std::string("haproxy ").size()));
-  const fleet_run f(p, nodes);
-  std::string base = kind == direct_name ? f.node() : f.haproxy();
-  base.pop_back();  // the trailing '/'
+               bool close, unsigned threads, failure_log& log, const std::string& variant) {
+  const kind_spec k = spec_of(kind);
+  const fleet_run f(p, k.nodes);
+  std::unique_ptr<running_server> lb;
+  std::string base;
+  if (k.b == balancer::nginx) {
+    lb = start_nginx_balancer(f.nodes());
+    base = "http://127.0.0.1:" + std::to_string(lb->port());
+  } else {
+    base = k.b == balancer::haproxy ? f.haproxy() : f.node();
+    base.pop_back();  // the trailing '/'
+  }
   wrk_settings s;
   s.url = base + w.path;
   s.threads = threads;
   s.connections = static_cast<unsigned>(c);
+  s.close_connections = close;
   s.slack_seconds = p.wrk_slack_s;
   if (w.mix) s.script = p.script;
   s.seconds = warm_up_seconds;
@@ -214,6 +269,7 @@ sample measure(const plan& p, const std::string& kind, const workload& w, std::u
   const wrk_result r = run_wrk(s);
   if (r.requests == 0)
     throw point_failure("no request answered in " + std::to_string(p.seconds) + " s");
+  if (lb) lb->stop();
   return {r.requests_per_s,
           {{"p50_ms", r.p50_ms},
            {"p99_ms", r.p99_ms},
@@ -221,8 +277,8 @@ sample measure(const plan& p, const std::string& kind, const workload& w, std::u
            {"requests", static_cast<double>(r.requests)}}};
 }
 
-std::string variant_of(const workload& w, std::uint64_t c) {
-  return w.name + " c=" + std::to_string(c);
+std::string variant_of(const workload& w, std::uint64_t c, const std::string& mode) {
+  return w.name + (mode == "close" ? ", close" : ", keep-alive") + " c=" + std::to_string(c);
 }
 
 // req/s (p99 ms) by workload (rows) and server (columns).
@@ -232,27 +288,29 @@ void print_summary(const results& res, const plan& p, unsigned threads, int repe
   for (const server_kind& k : p.kinds) head.push_back(k.name);
   std::vector<std::vector<std::string>> cells{head};
   footnotes notes;
-  for (const workload& w : workloads()) {
-    for (std::uint64_t c : p.concurrency) {
-      std::vector<std::string> line{variant_of(w, c)};
-      for (const server_kind& k : p.kinds) {
-        const row* r = find_row(res, "cluster", variant_of(w, c), k.name, threads);
-        const std::string note =
-            notes.mark(log.notes(variant_of(w, c), k.name, threads));
-        if (r == nullptr || !r->ran()) {
-          line.push_back("-" + note);
-          continue;
+  for (const std::string& mode : p.modes) {
+    for (const workload& w : workloads()) {
+      for (std::uint64_t c : p.concurrency) {
+        const std::string variant = variant_of(w, c, mode);
+        std::vector<std::string> line{variant};
+        for (const server_kind& k : p.kinds) {
+          const row* r = find_row(res, "cluster", variant, k.name, threads);
+          const std::string note = notes.mark(log.notes(variant, k.name, threads));
+          if (r == nullptr || !r->ran()) {
+            line.push_back("-" + note);
+            continue;
+          }
+          line.push_back(human(r->value().median) + " (p99 " +
+                         fixed(r->extra("p99_ms")->median, 1) + " ms)" + note);
         }
-        line.push_back(human(r->value().median) + " (p99 " +
-                       fixed(r->extra("p99_ms")->median, 1) + " ms)" + note);
+        cells.push_back(std::move(line));
       }
-      cells.push_back(std::move(line));
     }
   }
   std::printf(
-      "\n== cluster: req/s (p99) through HAProxy and directly to one node of the same fleet; "
-      "wrk -t %u, %u s per run, median of %d ==\n"
-      "   every process (nodes, HAProxy, Redis, Sentinels, wrk) shares this machine's cores:\n"
+      "\n== cluster: req/s (p99) through HAProxy, through nginx and directly to one node of "
+      "such a fleet; wrk -t %u, %u s per run, median of %d ==\n"
+      "   every process (nodes, balancer, Redis, Sentinels, wrk) shares this machine's cores:\n"
       "   the figures show the balancer's cost and that nothing collapses, not scaling\n",
       threads, p.seconds, repeats);
   print_cells(cells, {0});
@@ -260,24 +318,24 @@ void print_summary(const results& res, const plan& p, unsigned threads, int repe
   std::fflush(stdout);
 }
 
-// bench/cluster/failover.py's repeats, one row per --store-replicas setting.
+// bench/cluster/failover.py's repeats, one row per number of Redis replicas (posts with
+// --store-replicas 1 either way).
 row measure_failovers(const plan& p, int replicas, unsigned threads) {
   row r;
   r.experiment = "cluster";
   r.variant = "failover: kill -9 primary to first acknowledged post";
-  r.peer = "store-replicas " + std::to_string(replicas);
+  r.peer = std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
   r.threads = threads;
   r.m = {"time", "s", false};
-  progress("cluster failover, --store-replicas %d: %llu repeat(s)", replicas,
+  progress("cluster failover, %d Redis replica(s): %llu repeat(s)", replicas,
            static_cast<unsigned long long>(p.failovers));
-  child_process run(child_process::launch{{p.python, p.failover_py, "--spoold", p.spoold,
-                                           "--site", p.root, "--repeat",
-                                           std::to_string(p.failovers), "--replicas",
-                                           std::to_string(replicas)},
-                                          "",
-                                          true,
-                                          false,
-                                          ""});
+  child_process run(child_process::launch{
+      {p.python, p.failover_py, "--spoold", p.spoold, "--site", p.root, "--repeat",
+       std::to_string(p.failovers), "--redis-replicas", std::to_string(replicas)},
+      "",
+      true,
+      false,
+      ""});
   const auto limit = std::chrono::seconds(180 + 240 * p.failovers);
   const std::optional<std::string> text = run.read_all(child_process::clock::now() + limit);
   if (!text) {
@@ -308,35 +366,41 @@ void run(const options& o, results& out) {
   const plan p = make_plan(o);
   const int repeats = repeat_count(o);
   const unsigned threads = o.threads.front();
-  std::printf("# cluster:  fleets of %s node(s) behind HAProxy and one node directly; %s; %s\n",
-              [&] {
-                std::string s;
-                for (std::uint64_t n : p.nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
-                return s;
-              }()
-                  .c_str(),
-              p.spoold.c_str(), version_line("haproxy", "-v").c_str());
+  std::printf(
+      "# cluster:  fleets of %s node(s) behind HAProxy and nginx, and one node directly; "
+      "%s; %s\n",
+      [&] {
+        std::string s;
+        for (std::uint64_t n : p.nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
+        return s;
+      }()
+          .c_str(),
+      p.spoold.c_str(), version_line("haproxy", "-v").c_str());
   std::fflush(stdout);
   raise_open_file_limit(*std::max_element(p.concurrency.begin(), p.concurrency.end()), "cluster");
   const metric m{"throughput", "req/s", true};
   failure_log log;
-  for (const workload& w : workloads()) {
-    for (std::uint64_t c : p.concurrency) {
-      const std::string variant = variant_of(w, c);
-      std::vector<contender> cs = server_contenders(
-          "cluster", variant, p.kinds, threads, log,
-          [&p, &w, &log, c, threads, variant](const server_kind& k) {
-            return measure(p, k.name, w, c, threads, log, variant);
-          });
-      std::vector<row> rows = measure_point("cluster", variant, threads, m, std::move(cs), repeats);
-      log.settle(rows);
-      out.add(std::move(rows));
+  for (const std::string& mode : p.modes) {
+    for (const workload& w : workloads()) {
+      for (std::uint64_t c : p.concurrency) {
+        const std::string variant = variant_of(w, c, mode);
+        const bool close = mode == "close";
+        std::vector<contender> cs =
+            server_contenders("cluster", variant, p.kinds, threads, log,
+                              [&p, &w, &log, c, close, threads, variant](const server_kind& k) {
+                                return measure(p, k.name, w, c, close, threads, log, variant);
+                              });
+        std::vector<row> rows =
+            measure_point("cluster", variant, threads, m, std::move(cs), repeats);
+        log.settle(rows);
+        out.add(std::move(rows));
+      }
     }
   }
   print_summary(out, p, threads, repeats, log);
   if (p.failovers > 0) {
     std::vector<row> rows;
-    for (int replicas : {0, 1}) rows.push_back(measure_failovers(p, replicas, threads));
+    for (int replicas : {1, 2}) rows.push_back(measure_failovers(p, replicas, threads));
     out.add(std::move(rows));
   }
   report_failures("cluster", log);
@@ -347,37 +411,45 @@ void run(const options& o, results& out) {
 const experiment& cluster_experiment() {
   static const experiment e{
       "cluster",
-      "spoold behind HAProxy (1..3 nodes on Redis with Sentinel) under wrk; failover time.",
+      "spoold behind HAProxy and nginx (1..3 nodes on Redis with Sentinel) under wrk; failover.",
       "Each measurement starts a fleet of its own with cluster/fleet.py (N spoold nodes with\n"
-      "--store redis-sentinel://... --store-replicas 1, a Redis primary and replica with\n"
+      "--store redis-sentinel://... --store-replicas 1, a Redis primary and two replicas with\n"
       "appendfsync always, three Sentinels, HAProxy) on a random 127.x.y.0/24 block and free\n"
       "ports, warms it up for 1 s at the same load, runs `wrk -t T -c C -d Ds --latency`, and\n"
-      "stops it. Rows: `haproxy N nodes` (through HAProxy) and `spoold direct` (one node of a\n"
-      "one-node fleet, reached without HAProxy: the balancer's cost). Workloads: `static /`\n"
-      "(the site's index), `guestbook GET` (a Redis visit per request), `guestbook GET/POST\n"
-      "mix` (3 reads : 1 post, each post with a key of its own, acknowledged once the replica\n"
-      "has it). Metric: requests/s, with p50/p99 (wrk's distribution) and errors.\n"
+      "stops it. Rows: `haproxy N nodes` (through the fleet's HAProxy), `nginx N nodes` (the\n"
+      "same fleet's nodes behind nginx instead: an upstream with keepalive 128, HTTP/1.1, one\n"
+      "worker per core, no access log) and `spoold direct` (one node of a one-node fleet,\n"
+      "reached without a balancer: the balancer's cost). Workloads: `static /` (the site's\n"
+      "index), `guestbook GET` (a Redis visit per request), `guestbook GET/POST mix` (3 reads :\n"
+      "1 post, each post with a key of its own, acknowledged once a replica has it); each with\n"
+      "kept-alive client connections and with Connection: close (a connection per request).\n"
+      "Metric: requests/s, with p50/p99 (wrk's distribution) and errors.\n"
       "Then, unless --failovers 0: bench/cluster/failover.py, kill -9 of the Redis primary to\n"
       "the first post acknowledged through HAProxy (posts sent after the kill), repeated, with\n"
-      "--store-replicas 0 and 1; median and min-max in seconds.\n"
+      "one Redis replica (the old primary is started again at once: no post can be confirmed\n"
+      "before it is back) and with two; median and min-max in seconds.\n"
       "All parts share this machine's cores: the figures show the balancer's cost and that\n"
-      "nothing collapses as nodes are added, not how machines scale. Needs wrk, haproxy,\n"
+      "nothing collapses as nodes are added, not how machines scale. Needs wrk, haproxy, nginx,\n"
       "redis-server, redis-sentinel, python3 (scripts/install-deps.sh); not part of `all`.\n"
       "\n"
       "options:\n"
-      "  --nodes LIST        fleet sizes behind HAProxy (default 1,2,3; --tiny 1)\n"
+      "  --nodes LIST        fleet sizes behind the balancers (default 1,2,3; --tiny 1)\n"
+      "  --balancers LIST    haproxy and/or nginx (default both)\n"
+      "  --connection LIST   keepalive and/or close (default both; --tiny keepalive)\n"
       "  --concurrency LIST  wrk connections (default 100; --tiny 10)\n"
       "  --duration S        measured seconds per run, whole (default 10; --quick 3; --tiny 1)\n"
-      "  --failovers N       failovers timed per --store-replicas setting (default 5; --tiny 1;\n"
-      "                      0: none)\n"
+      "  --failovers N       failovers timed with one and with two replicas (default 5;\n"
+      "                      --tiny 1; 0: none)\n"
       "  --threads N         wrk threads (default 2; the first value of a list)\n"
       "  --spoold PATH       the spoold binary (default: the one built beside spool-bench)\n"
       "  --root DIR          the site the nodes serve (default: the repository's server/site)\n"
-      "  --tiny              one node, concurrency 10, 1 s, one repeat, one failover each\n"
+      "  --tiny              one node, keep-alive, concurrency 10, 1 s, one repeat, one\n"
+      "                      failover each\n"
       "\n"
       "A fleet left behind by a killed spool-bench runs from a directory spool-bench-fleet-*\n"
       "under $TMPDIR: `python3 cluster/fleet.py down --dir DIR/state` stops it.",
-      {"--nodes", "--concurrency", "--duration", "--failovers", "--spoold", "--root"},
+      {"--nodes", "--balancers", "--connection", "--concurrency", "--duration", "--failovers",
+       "--spoold", "--root"},
       run};
   return e;
 }

@@ -13,7 +13,11 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
   // nginx's defaults except: what running unprivileged from `dir` needs (pid, logs, temp
   // paths), no access log (spoold logs nothing by default either), sendfile and tcp_nopush as
   // any static-file deployment has them, and keepalive_requests raised from 1000 so that a
-  // keep-alive run measures requests, not reconnections.
+  // keep-alive run measures requests, not reconnections. As a balancer: an upstream of the
+  // servers with kept-alive connections to them (keepalive 128, HTTP/1.1 without a Connection
+  // header), idle ones closed by nginx after 10 s, before a server's own idle timeout (15 s
+  // for spoold), and nginx's default retries (an error before a response header sends an
+  // idempotent request to the next server).
   const std::string d = dir + "/";
   std::string c;
   c += "daemon off;\n";
@@ -43,6 +47,14 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
   c += "  keepalive_requests 100000;\n";
   for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
     c += "  " + std::string(temp) + "_temp_path " + d + temp + "_temp;\n";
+  if (!s.upstreams.empty()) {
+    c += "  upstream servers {\n";
+    for (const std::string& u : s.upstreams) c += "    server " + u + ";\n";
+    c += "    keepalive 128;\n";
+    c += "    keepalive_requests 100000;\n";
+    c += "    keepalive_timeout 10s;\n";
+    c += "  }\n";
+  }
   c += "  server {\n";
   c += "    listen 127.0.0.1:" + std::to_string(port) + (s.tls_cert.empty() ? "" : " ssl") +
        " backlog=65535;\n";
@@ -60,7 +72,15 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
     c += "    ssl_session_cache shared:SSL:10m;\n";
     c += "    ssl_session_tickets on;\n";
   }
-  c += "    root " + s.root + ";\n";
+  if (s.upstreams.empty()) {
+    c += "    root " + s.root + ";\n";
+  } else {
+    c += "    location / {\n";
+    c += "      proxy_pass http://servers;\n";
+    c += "      proxy_http_version 1.1;\n";
+    c += "      proxy_set_header Connection \"\";\n";
+    c += "    }\n";
+  }
   c += "  }\n";
   c += "}\n";
   return c;

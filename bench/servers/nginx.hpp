@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "servers/running_server.hpp"
 
@@ -16,6 +17,9 @@ inline constexpr const char* nginx_binary = "/usr/sbin/nginx";
 struct nginx_settings {
   std::string binary = nginx_binary;
   std::string root;      // the static files
+  // "host:port" of each upstream server: when any, nginx is a balancer in front of them
+  // (an upstream with kept-alive connections) and serves nothing itself.
+  std::vector<std::string> upstreams;
   unsigned workers = 2;  // worker_processes
   unsigned worker_connections = 20000;
   // TLS (http --tls): the certificate and key (PEM); "" serves plain HTTP.

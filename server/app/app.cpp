@@ -3,7 +3,10 @@
 #include <string_view>
 #include <utility>
 
+#include <spool/queue/admin.hpp>
+
 #include "app/guestbook.hpp"
+#include "http/form.hpp"
 
 namespace spoold {
 namespace {
@@ -89,9 +92,14 @@ handled app::guestbook(const http::request& r) {
       try {
         guestbook_limits lim;
         const std::string key = new_post_key();
-        http::response resp =
-            text(200, render_guestbook_page(st.visit(lim.max_entries_shown), {}, lim, {node, key}),
-                 "text/html; charset=utf-8");
+        const store::page page = st.visit(lim.max_entries_shown);
+        const std::string_view notice =
+            page.from_replica ? "The guestbook's primary store cannot be reached right now, so "
+                                "this page was read from a replica: the newest entries may be "
+                                "missing, and this visit was not counted."
+                              : "";
+        http::response resp = text(200, render_guestbook_page(page, notice, lim, {node, key}),
+                                   "text/html; charset=utf-8");
         resp.head_only = head;
         return resp;
       } catch (const store::unavailable& e) {
@@ -133,13 +141,21 @@ handled app::guestbook(const http::request& r) {
   return out;
 }
 
-handled app::healthz(bool head) {
+handled app::healthz(bool head, bool ask_store) {
   handled out;
   if (draining()) {
     // Answered at once: the balancer needs to see this, whatever the store does.
     std::string body = "draining\n";
     if (!node_.empty()) body += "node: " + node_ + "\n";
     out.response = text(503, std::move(body), "text/plain; charset=utf-8");
+    out.response.head_only = head;
+    return out;
+  }
+  if (!ask_store) {
+    // A balancer's check of the node alone (static files need no store): never waits on one.
+    std::string body = "ok\n";
+    if (!node_.empty()) body += "node: " + node_ + "\n";
+    out.response = text(200, std::move(body), "text/plain; charset=utf-8");
     out.response.head_only = head;
     return out;
   }
@@ -160,6 +176,51 @@ handled app::healthz(bool head) {
   return out;
 }
 
+// /api/queues and /api/queue?name=Q: JSON read from Redis, on the pool.
+handled app::queue_api(const http::request& r, bool head) {
+  handled out;
+  if (queues_ == nullptr) {
+    out.response = http::error_response(404,
+                                        "No queue store: start spoold with --queue-store "
+                                        "URL, or with a Redis --store.");
+    return out;
+  }
+  std::string name;
+  if (r.path == "/api/queue") {
+    const auto fields = http::parse_form(r.query);
+    if (fields) {
+      for (const auto& [field, value] : *fields) {
+        if (field == "name") name = value;
+      }
+    }
+    if (name.empty()) {
+      out.response = http::error_response(400, "Expected /api/queue?name=QUEUE.");
+      return out;
+    }
+  }
+  out.blocking = [&admin = *queues_, name, head]() {
+    http::response resp;
+    try {
+      if (name.empty()) {
+        std::string list = "{\"queues\":[";
+        for (const std::string& q : admin.queues()) {
+          list += (list.size() > 11 ? ",\"" : "\"") + q + "\"";
+        }
+        resp = text(200, list + "]}", "application/json");
+      } else {
+        resp = text(200, spool::queue::to_json(admin.stats(name)), "application/json");
+      }
+    } catch (const spool::queue::error& e) {
+      const int status = e.value() == spool::queue::errc::invalid_argument ? 400 : 503;
+      resp = http::error_response(status, e.what());
+      resp.add_header("Cache-Control", "no-store");
+    }
+    resp.head_only = head;
+    return resp;
+  };
+  return out;
+}
+
 handled app::route(const http::request& r) {
   handled out;
   const bool head = r.verb == http::method::head;
@@ -167,12 +228,12 @@ handled app::route(const http::request& r) {
 
   if (path == "/guestbook") return guestbook(r);
 
-  if (path == "/metrics" || path == "/api/stats" || path == "/healthz") {
+  if (path == "/metrics" || path == "/api/stats" || path == "/healthz" || path == "/healthz/node") {
     if (!is_get_or_head(r.verb)) {
       out.response = method_not_allowed("GET, HEAD");
       return out;
     }
-    if (path == "/healthz") return healthz(head);
+    if (path == "/healthz" || path == "/healthz/node") return healthz(head, path == "/healthz");
     const spool::stats pool_stats = pool_.statistics();
     out.response = path == "/metrics"
                        ? text(200, metrics_.prometheus(pool_stats),
@@ -182,11 +243,19 @@ handled app::route(const http::request& r) {
     return out;
   }
 
-  if (path == "/dashboard") {
-    // The page is a static file; this alias keeps the address short.
+  if (path == "/api/queues" || path == "/api/queue") {
+    if (!is_get_or_head(r.verb)) {
+      out.response = method_not_allowed("GET, HEAD");
+      return out;
+    }
+    return queue_api(r, head);
+  }
+
+  if (path == "/dashboard" || path == "/queue") {
+    // The pages are static files; these aliases keep the addresses short.
     http::request alias;
     alias.verb = r.verb;
-    alias.path = "/dashboard.html";
+    alias.path = path == "/queue" ? "/queue.html" : "/dashboard.html";
     alias.headers = r.headers;
     alias.version_minor = r.version_minor;
     if (!is_get_or_head(r.verb)) {

@@ -38,6 +38,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> tls_full{0};
   std::atomic<std::uint64_t> tls_resumed{0};
   std::array<std::atomic<std::uint64_t>, tls_failure_reasons> tls_failures{};
+  std::array<std::atomic<std::uint64_t>, shed_states> shed{};
 };
 
 void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -87,6 +88,12 @@ struct shard_registry {
     bump(into.proxy_header_errors, load(s->proxy_header_errors));
     bump(into.store_errors, load(s->store_errors));
     bump(into.post_replays, load(s->post_replays));
+    bump(into.tls_full, load(s->tls_full));
+    bump(into.tls_resumed, load(s->tls_resumed));
+    for (std::size_t i = 0; i < s->tls_failures.size(); ++i) {
+      bump(into.tls_failures[i], load(s->tls_failures[i]));
+    }
+    for (std::size_t i = 0; i < s->shed.size(); ++i) bump(into.shed[i], load(s->shed[i]));
     std::erase_if(all, [s](const std::unique_ptr<shard>& p) { return p.get() == s; });
   }
 
@@ -243,6 +250,9 @@ void metrics::tls_handshake_done(bool resumed) noexcept {
 void metrics::tls_handshake_failed(std::size_t reason) noexcept {
   if (reason < tls_failure_reasons) bump(impl_->mine().tls_failures[reason]);
 }
+void metrics::connection_shed(std::size_t state) noexcept {
+  if (state < shed_states) bump(impl_->mine().shed[state]);
+}
 
 void metrics::set_node_name(std::string name) {
   impl_->node_labels = name.empty() ? std::string() : "{node=\"" + name + "\"}";
@@ -280,6 +290,7 @@ metrics_snapshot metrics::snapshot() const {
     for (std::size_t i = 0; i < tls_failure_reasons; ++i) {
       out.tls_failures[i] += load(s.tls_failures[i]);
     }
+    for (std::size_t i = 0; i < shed_states; ++i) out.connections_shed[i] += load(s.shed[i]);
   });
   out.connections_accepted = opened;
   // The shards are read one after another, so a close may be seen without its open.
@@ -367,6 +378,17 @@ std::string metrics::prometheus(const spool::stats& pool) const {
     out += tls_failure_names[i];
     out += '"' + node_label + "} ";
     append_u64(out, snap.tls_failures[i]);
+    out += '\n';
+  }
+  out +=
+      "# HELP spoold_connections_shed_total Connections a worker gave up to a client waiting "
+      "for one, by what they waited on their client for.\n";
+  out += "# TYPE spoold_connections_shed_total counter\n";
+  for (std::size_t i = 0; i < shed_states; ++i) {
+    out += "spoold_connections_shed_total{state=\"";
+    out += shed_state_names[i];
+    out += '"' + node_label + "} ";
+    append_u64(out, snap.connections_shed[i]);
     out += '\n';
   }
   family(out, "spool_threads_live", "gauge", labels, "Worker threads of the pool.",

@@ -17,6 +17,13 @@ inline constexpr std::string_view tls_failure_names[] = {"closed", "timeout", "p
                                                          "protocol", "alpn"};
 inline constexpr std::size_t tls_failure_reasons = std::size(tls_failure_names);
 
+// What a connection waited on its client for when its worker gave it up to a client waiting for
+// a worker (prethreaded, preforked: models/README.md, "Slow clients"), as
+// spoold_connections_shed_total's `state` label, in the order of connection.hpp's shed_state.
+inline constexpr std::string_view shed_state_names[] = {"handshake", "proxy_header", "head",
+                                                        "idle"};
+inline constexpr std::size_t shed_states = std::size(shed_state_names);
+
 struct metrics_snapshot {
   std::uint64_t requests = 0;
   std::uint64_t by_status[6] = {};  // index status / 100 (1xx..5xx)
@@ -33,6 +40,7 @@ struct metrics_snapshot {
   std::uint64_t tls_handshakes = 0;          // TLS handshakes completed
   std::uint64_t tls_resumed = 0;             // of which resumed a session
   std::uint64_t tls_failures[tls_failure_reasons] = {};  // by reason (tls_failure_names)
+  std::uint64_t connections_shed[shed_states] = {};      // by state (shed_state_names)
 };
 
 class metrics {
@@ -54,6 +62,7 @@ class metrics {
   void post_replayed() noexcept;
   void tls_handshake_done(bool resumed) noexcept;
   void tls_handshake_failed(std::size_t reason) noexcept;  // an index of tls_failure_names
+  void connection_shed(std::size_t state) noexcept;        // an index of shed_state_names
 
   // The node's name (--node-name): a node="NAME" label on every Prometheus sample and a "node"
   // field in the JSON. Set before serving; "" (the default) leaves both out. The name must be
@@ -79,7 +88,8 @@ class metrics {
   // spoold_proxy_header_errors_total,
   // spoold_store_errors_total,
   // spoold_guestbook_replays_total, spoold_tls_handshakes_total{resumed="0|1"},
-  // spoold_tls_handshake_failures_total{reason="..."} (tls_failure_names), and the pool's
+  // spoold_tls_handshake_failures_total{reason="..."} (tls_failure_names),
+  // spoold_connections_shed_total{state="..."} (shed_state_names), and the pool's
   // spool_threads_live, spool_threads_busy, spool_queue_depth, spool_tasks_completed_total,
   // spool_tasks_stolen_total, spool_tasks_rejected_total (+ submitted, failed).
   [[nodiscard]] std::string prometheus(const spool::stats& pool) const;

@@ -82,6 +82,11 @@ class classic_model : public server_model {
   // Starts a thread named `name` that runs accept_loop(on_accept, accept_mu).
   void spawn_acceptor(std::string name, std::function<void(accepted&&)> on_accept,
                       std::mutex* accept_mu = nullptr);
+  // A connection the model closed without serving it (queue's handshake stage dropped it):
+  // the memory trimmer counts it as ended.
+  void connection_dropped() noexcept {
+    if (shape_.trim_memory) trim_.connection_dropped();
+  }
   // Serves one connection on the calling thread until it closes.
   void serve(accepted&& a, serve_options opts = {}) {
     if (!shape_.trim_memory) {

@@ -231,7 +231,13 @@ steady_clock::time_point connection::deadline() const noexcept {
   } else if (has_input()) {
     d = head_started_ + o.header_timeout;
   } else if (stopping_) {
-    d = last_activity_;  // idle while stopping: due now
+    // Idle while stopping: due now. A trusted peer's connection waits instead, until its next
+    // request (answered with Connection: close) or its close, within the grace period: a
+    // balancer may be sending a request into it at this moment.
+    d = trusted_peer_ ? grace_deadline_ : last_activity_;
+  } else if (trusted_peer_ && o.trust_idle_timeout) {
+    d = o.trust_idle_timeout->count() == 0 ? steady_clock::time_point::max()
+                                           : last_activity_ + *o.trust_idle_timeout;
   } else {
     d = last_activity_ + o.idle_timeout;
   }
@@ -298,7 +304,43 @@ void connection::on_stop(steady_clock::time_point now, steady_clock::time_point 
   if (stopping_) return;
   stopping_ = true;
   grace_deadline_ = grace_deadline;
+  // An idle trusted connection stays (deadline()); a request that already arrived in it is
+  // read by the next serve() and answered with Connection: close.
+  if (trusted_peer_) maybe_readable_ = true;
   on_deadline(now);
+}
+
+std::optional<steady_clock::time_point> connection::waiting_on_client_since() const noexcept {
+  if (closed() || lingering_ || job_pending_ || has_output() || close_after_write_) {
+    return std::nullopt;
+  }
+  if (awaits_proxy_header_ || handshaking()) return head_started_;  // from the accept
+  if (has_input()) {
+    // needed_ > 0: the head is complete and its body on its way.
+    if (needed_ > 0) return std::nullopt;
+    return head_started_;
+  }
+  return last_activity_;
+}
+
+void connection::shed(steady_clock::time_point now) {
+  if (closed()) return;
+  shed_state state = shed_state::idle;
+  if (awaits_proxy_header_) {
+    state = shed_state::proxy_header;
+    ctx_.counters.proxy_header_error();
+  } else if (handshaking()) {
+    state = shed_state::handshake;
+    tls_->set_failure(tls_failure::timeout);
+  } else if (has_input()) {
+    state = shed_state::head;
+  }
+  ctx_.counters.connection_shed(static_cast<std::size_t>(state));
+  if (state == shed_state::head) {
+    fail_request(408, "The server is busy, and the request was slow to arrive.");
+    flush(now);  // one write (nothing else is pending), then the lingering close reads away
+  }
+  close();
 }
 
 void connection::job_done(http::response r) {
@@ -322,7 +364,9 @@ void connection::read_input(steady_clock::time_point now) {
       if (in_.empty()) head_started_ = now;
       in_.commit(r.bytes);
       last_activity_ = now;
-      if (r.bytes < room) break;  // drained: the next arrival is a new readiness
+      // Drained: the next arrival is a new readiness; unless the client's end is known to be
+      // queued, which no readiness will announce again.
+      if (r.bytes < room && !peer_end_queued_) break;
       continue;
     }
     if (r.status == io_status::again) break;
@@ -426,7 +470,7 @@ void connection::read_proxy_header(steady_clock::time_point now) {
       proxy_header_done(source, now);
       return;
     }
-    if (r.bytes < want) {
+    if (r.bytes < want && !peer_end_queued_) {
       maybe_readable_ = false;  // drained: the rest of the header is a new readiness
       return;
     }
@@ -582,7 +626,9 @@ void connection::fail_request(int status, std::string_view reason) {
 }
 
 void connection::respond(const request_info& info, http::response r) {
-  const bool keep = info.keep_alive && !r.close && !stopping();
+  // A draining server closes each connection after its next answer, rather than while it is
+  // idle, when a client (a balancer reusing it) may be sending a request.
+  const bool keep = info.keep_alive && !r.close && !stopping() && !ctx_.application.draining();
   const int status = r.status;
   const std::size_t before = out_.size();
   http::write_head(out_, r, info.version_minor, keep);

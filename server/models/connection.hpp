@@ -19,11 +19,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "app/metrics.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
 #include "models/listener.hpp"
@@ -49,6 +51,13 @@ using blocking_job = std::function<http::response()>;
 http::response run_job_here(blocking_job& job);
 
 class connection;
+
+// What a connection waits on its client for, in the states a worker gives up first when every
+// worker is busy and clients wait for one (serve_connection, worker_pressure.hpp); the order of
+// metrics.hpp's shed_state_names.
+enum class shed_state : std::uint8_t { handshake, proxy_header, head, idle };
+static_assert(static_cast<std::size_t>(shed_state::idle) + 1 == shed_states &&
+              shed_state_names[static_cast<std::size_t>(shed_state::head)] == "head");
 
 // Picks the constructor of a connection that is refused rather than served.
 struct refusal_t {
@@ -119,6 +128,11 @@ class connection {
   // The socket is ready: takes what it holds, as far as input is taken now, and sends what is
   // pending.
   void on_io(bool readable, bool writable, steady_clock::time_point now);
+  // An edge-triggered driver saw the client's end of stream (EPOLLRDHUP or EPOLLHUP) with this
+  // readiness. The end may be queued behind data that a short read takes, and no new edge will
+  // announce it, so from now on a short read is not taken as "drained": reads go on until they
+  // see the end (transport.hpp, the short-read contract). A level-triggered driver needs none.
+  void on_peer_end() noexcept { peer_end_queued_ = true; }
   // on_io() for poll()'s revents.
   void on_poll(short revents, steady_clock::time_point now) {
     on_io((revents & (POLLIN | POLLHUP | POLLERR)) != 0,
@@ -138,6 +152,18 @@ class connection {
   // The server is stopping: an idle connection closes now (after taking a request that already
   // arrived); the others answer with Connection: close, and close at `grace_deadline` at the latest.
   void on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline);
+  // Since when the connection has waited on its client alone: a TLS handshake or PROXY header
+  // since the accept, a request head since its first byte, or idle between requests since the
+  // last answer. nullopt in every other state (a request body on its way, an answer being
+  // written, a job, the lingering close, closed): those are not given up.
+  [[nodiscard]] std::optional<steady_clock::time_point> waiting_on_client_since() const noexcept;
+  // Gives the connection up so that its worker can take a client waiting for one; only in a
+  // state waiting_on_client_since() names. Counted in spoold_connections_shed_total by state;
+  // a handshake also as failed (timeout), a PROXY header as a header error. A partial head is
+  // answered 408 first, then closed without the lingering close, which would hold the worker:
+  // the client's bytes are read away before the close, so it sends no reset over the answer
+  // unless the client sends more.
+  void shed(steady_clock::time_point now);
   // The answer of the job that run_job() handed elsewhere (its connection may have closed since).
   void job_done(http::response r);
   void close() noexcept;
@@ -241,6 +267,7 @@ class connection {
   // The socket may hold bytes not read yet: set by readiness, cleared by a short read. Without
   // it an edge-triggered driver would pay a second read that says EAGAIN for every request.
   bool maybe_readable_ = false;
+  bool peer_end_queued_ = false;    // on_peer_end(): read past short reads until the end
   bool job_pending_ = false;        // run_job() handed the current request's job elsewhere
   bool close_after_write_ = false;  // the last response said Connection: close
   bool lingering_ = false;          // our side is shut; reading until the client closes

@@ -322,6 +322,7 @@ void event_loop::pause_accepting(steady_clock::time_point now) {
 }
 
 void event_loop::on_event(loop_connection* c, std::uint32_t events, steady_clock::time_point now) {
+  if ((events & (EPOLLRDHUP | EPOLLHUP)) != 0) c->on_peer_end();
   c->on_io((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0,
            (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0, now);
   drive(c, now);

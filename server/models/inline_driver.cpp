@@ -2,9 +2,12 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <limits>
+
+#include "models/worker_pressure.hpp"
 
 namespace spoold {
 
@@ -20,12 +23,23 @@ void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a
     // Every turn goes through poll(), without waiting if there is more to serve, so that the
     // stop and the deadlines are seen whatever the connection does.
     const bool ready = c.has_ready_work();
+    steady_clock::time_point wake = c.deadline();
+    if (opts.pressure != nullptr && !ready) {
+      if (const auto since = c.waiting_on_client_since()) {
+        const auto shed_at = *since + shed_after;
+        if (now >= shed_at && opts.pressure->on()) {
+          c.shed(now);
+          break;
+        }
+        wake = std::min(wake, std::max(shed_at, now + pressure_check_interval));
+      }
+    }
     const short interest = c.interest();
     if (opts.flush_log_when_idle && ctx.log && interest == POLLIN && !ready) ctx.log->flush();
     // Once the stop is seen its descriptor stays readable: leave it out of the set.
     pollfd fds[2] = {{c.fd(), interest, 0}, {stop.fd(), POLLIN, 0}};
     const nfds_t count = stop_seen ? 1 : 2;
-    const int n = ::poll(fds, count, ready ? 0 : poll_timeout(c.deadline(), now));
+    const int n = ::poll(fds, count, ready ? 0 : poll_timeout(wake, now));
     now = steady_clock::now();
     if (n < 0) {
       if (errno == EINTR) continue;

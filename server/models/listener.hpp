@@ -115,6 +115,10 @@ class connection_budget {
     return false;
   }
   void release() noexcept { open_.fetch_sub(1, std::memory_order_relaxed); }
+  // Connections admitted and not yet released (an admit() past the limit counts for a moment).
+  [[nodiscard]] std::size_t admitted() const noexcept {
+    return open_.load(std::memory_order_relaxed);
+  }
 
  private:
   std::size_t max_;

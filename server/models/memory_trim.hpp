@@ -12,7 +12,9 @@
 // out, and one thread of the model ticks once per interval (classic_model's trimmer). A thread
 // that ends frees what it kept (its metrics shard, the pool worker's own state) after its last
 // connection, so fewer live pool threads than at the last tick (queue's workers retiring after
-// the pool's keep-alive) is a reason to trim again too.
+// the pool's keep-alive) is a reason to trim again too. So is a connection that never reached a
+// connection thread: queue's handshake stage frees the TLS state of every handshake it drops
+// (a wave of abandoned handshakes takes tens of KiB each) on its own thread.
 #pragma once
 
 #include <malloc.h>
@@ -51,6 +53,10 @@ class shared_memory_trim {
     ended_.store(true, std::memory_order_relaxed);
     open_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // A connection closed before it was served, outside connection_started() and
+  // connection_ended() (a handshake the queue model's handshake stage dropped): its memory is
+  // a reason to trim as a served one's is.
+  void connection_dropped() noexcept { ended_.store(true, std::memory_order_relaxed); }
   // Once per interval, on the ticking thread; `threads`: the pool's live threads now. A
   // connection that starts while it trims costs nothing but the trim's own time (malloc_trim
   // locks one arena at a time).

@@ -11,7 +11,9 @@
 // has its own store connection and access-log buffer (flushed by the worker); they share the
 // counters behind /metrics (metrics::share_across_processes), the count of connections being
 // served (shared_counts), for --max-connections, and the connections per client
-// (shared_client_counts), for --max-connections-per-client.
+// (shared_client_counts), for --max-connections-per-client. While every worker holds a
+// connection and a client waits, a worker whose connection only waits on its client gives it up
+// (worker_pressure.hpp), so that slow clients cannot hold every worker.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -29,6 +31,7 @@
 
 #include "models/classic_model.hpp"
 #include "models/client_limits.hpp"
+#include "models/worker_pressure.hpp"
 
 namespace spoold {
 namespace {
@@ -72,6 +75,10 @@ class shared_counts {
     slots_[i + 1].store(0, std::memory_order_relaxed);
     slots_[0].fetch_sub(1, std::memory_order_relaxed);
   }
+  // Workers serving a connection now.
+  [[nodiscard]] std::size_t busy() const noexcept {
+    return slots_[0].load(std::memory_order_relaxed);
+  }
   // In the supervisor, for a worker that has exited.
   void forget(std::size_t i) {
     if (slots_[i + 1].exchange(0, std::memory_order_relaxed) != 0) {
@@ -97,6 +104,7 @@ class preforked_model : public classic_model {
     ctx_.counters.share_across_processes();
     workers_.resize(ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers());
     counts_.emplace(workers_.size());
+    pressure_.emplace([this] { return counts_->busy(); }, workers_.size(), listener_.fd());
     // --max-connections-per-client for the server, not per worker: the workers count into one
     // shared table, each publishing what it holds so that a dead worker's count comes back.
     if (ctx_.clients != nullptr && ctx_.opts.max_connections_per_client > 0) {
@@ -122,6 +130,7 @@ class preforked_model : public classic_model {
   pid_t parent_ = -1;
   std::vector<worker> workers_;  // only the supervisor thread touches it
   std::optional<shared_counts> counts_;
+  std::optional<worker_pressure> pressure_;            // every worker's copy reads counts_
   std::optional<shared_client_counts> client_counts_;  // --max-connections-per-client
 };
 
@@ -162,7 +171,7 @@ void preforked_model::worker_main(std::size_t index) {
       refuse_connection(ctx_, std::move(a));
       return;
     }
-    serve(std::move(a), {.flush_log_when_idle = true});
+    serve(std::move(a), {.flush_log_when_idle = true, .pressure = &*pressure_});
     counts_->leave(index);
   });
   if (ctx_.log) ctx_.log->flush();

@@ -5,10 +5,14 @@
 // exclusive on Linux, so there is no thundering herd either way). A connection holds its
 // thread until it closes: at most `workers` connections are served at once and the rest wait
 // in the listen backlog (README.md). Past --max-connections (possible only with more workers
-// than that) a thread answers 503 instead of serving.
+// than that) a thread answers 503 instead of serving. While every thread holds a connection and
+// a client waits, a thread whose connection only waits on its client gives it up
+// (worker_pressure.hpp), so that slow clients cannot hold every thread.
+#include <optional>
 #include <string>
 
 #include "models/classic_model.hpp"
+#include "models/worker_pressure.hpp"
 
 namespace spoold {
 namespace {
@@ -23,6 +27,7 @@ class prethreaded_model : public classic_model {
  private:
   void start_threads() override {
     const std::size_t count = ctx_.opts.workers != 0 ? ctx_.opts.workers : default_workers;
+    pressure_.emplace([this] { return budget_.admitted(); }, count, listener_.fd());
     std::mutex* lock = ctx_.opts.accept_lock ? &accept_mu_ : nullptr;
     for (std::size_t i = 0; i < count; ++i) {
       spawn_acceptor("spoold-w-" + std::to_string(i),
@@ -36,12 +41,13 @@ class prethreaded_model : public classic_model {
       refuse_connection(ctx_, std::move(a));
       return;
     }
-    serve(std::move(a));
+    serve(std::move(a), {.pressure = &*pressure_});
     budget_.release();
   }
 
   std::mutex accept_mu_;
-  connection_budget budget_;  // connections being served now
+  connection_budget budget_;  // connections being served now: the busy threads
+  std::optional<worker_pressure> pressure_;
 };
 
 }  // namespace

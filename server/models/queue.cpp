@@ -28,8 +28,14 @@ class queue_model : public classic_model {
  private:
   void start_threads() override {
     if (ctx_.opts.tls_only) {
+      // A dropped handshake is told to the trimmer before release(), after which wait() may
+      // return and the model go.
       stage_.emplace(
-          ctx_, stop_, [this](accepted&& a) { post(std::move(a)); }, [this] { release(); });
+          ctx_, stop_, [this](accepted&& a) { post(std::move(a)); },
+          [this] {
+            connection_dropped();
+            release();
+          });
       stage_->start();
     }
     spawn_acceptor("spoold-accept", [this](accepted&& a) { hand_off(std::move(a)); });

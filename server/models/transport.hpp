@@ -9,6 +9,11 @@
 //    The epoll model relies on it (edge-triggered: a short read stands for "drained", so no
 //    second read that would only say EAGAIN). A transport that hands out less than it has
 //    buffered (a TLS record at a time) keeps reading until the buffer is full or it would block.
+//    "Nothing more" means no more bytes: the peer's end of stream (its FIN, or a TLS
+//    close_notify) may still be queued behind them, and shows only on the next read. A short
+//    read therefore cannot tell an edge-triggered driver that the end was seen; the epoll model
+//    learns that one is queued from EPOLLRDHUP, and the connection then reads on until it sees
+//    it (connection::on_peer_end).
 //  - One virtual call per read or write, never per byte: next to the system call it stands for,
 //    its cost does not show.
 //

@@ -14,7 +14,15 @@
 // with ROLE once connected, so a connection never goes to a replica. A connection is dropped,
 // and its thread asks again, after a connection error, after a READONLY reply (the instance was
 // demoted under it; nothing was written, so that one command is sent again to the new primary),
-// and once the Sentinels announce +switch-master. Only writes on the primary are acknowledged.
+// and once the Sentinels announce +switch-master. An address that cannot be used (no connection,
+// or not a primary) makes the next question go to another Sentinel first. Only writes on the
+// primary are acknowledged.
+//
+// Reads while the primary is away. A page view counts the visit (INCR) on the primary. While
+// no primary can be reached (a failover, or this node cut off from it) the page is read from a
+// replica the Sentinels see up, on a connection each thread keeps until the primary answers
+// again: the visit is not counted and the newest entries may be missing (the replica lags, or
+// was cut off too), which the page says. Posts are never sent to a replica.
 //
 // Durability of a post. With appendfsync always the primary writes its AOF and fsyncs it
 // before it replies, so an acknowledged entry survives a crash of the primary. A failover,
@@ -48,6 +56,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -55,10 +64,12 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "shared_mapping.hpp"
 #include "store/redis_handles.hpp"
@@ -113,6 +124,7 @@ struct demoted {
 struct redis_slot final : thread_connection {
   context_handle context;
   redis_endpoint at;  // where `context` is connected
+  context_handle replica;   // for reads while no primary can be reached (see visit())
   milliseconds backoff{0};  // 0: the last attempt succeeded
   steady::time_point retry_at{};
   steady::time_point failed_at{};
@@ -195,40 +207,30 @@ class redis_store final : public store {
   }
 
   page visit(std::size_t max_entries) override {
-    return on_primary([&](redis_slot& s, redisContext& c) {
-      // One round trip, and one atomic snapshot: total_entries matches the entries read.
-      const bool want_entries = max_entries > 0;  // "LRANGE key -0 -1" would be the whole list
-      const std::string first =
-          "-" + std::to_string(std::min<std::size_t>(max_entries, INT64_MAX));
-      append(s, c, {"MULTI"});
-      append(s, c, {"INCR", counter_key});
-      append(s, c, {"LLEN", remarks_key});
-      if (want_entries) append(s, c, {"LRANGE", remarks_key, first, "-1"});
-      append(s, c, {"EXEC"});
-
-      expect_type(s, next(s, c), REDIS_REPLY_STATUS, "MULTI");
-      for (int queued = want_entries ? 3 : 2; queued > 0; --queued) {
-        expect_type(s, next(s, c), REDIS_REPLY_STATUS, "queueing in MULTI");
-      }
-      const reply_handle exec = next(s, c);
-      expect_type(s, exec, REDIS_REPLY_ARRAY, "EXEC");
-      if (exec->elements != (want_entries ? 3u : 2u)) fail(s, "EXEC: unexpected number of replies");
-
-      page p;
-      p.visitor_count = integer_result(s, *exec->element[0], "INCR visitor_count");
-      p.total_entries = integer_result(s, *exec->element[1], "LLEN guestbook_remarks");
-      if (want_entries) {
-        const redisReply& list = *exec->element[2];
-        if (list.type != REDIS_REPLY_ARRAY) {
-          fail(s, "LRANGE guestbook_remarks: " + describe_reply(list));
+    try {
+      page p = on_primary([&](redis_slot& s, redisContext& c) {
+        // One round trip, and one atomic snapshot: total_entries matches the entries read.
+        if (!queue_page_commands(c, "INCR", max_entries)) {
+          fail(s, "queueing a command: " + std::string(c.errstr));
         }
-        p.entries.reserve(list.elements);
-        for (std::size_t i = 0; i < list.elements; ++i) {
-          p.entries.push_back(decode(*list.element[i]));
+        expect_type(s, next(s, c), REDIS_REPLY_STATUS, "MULTI");
+        for (int queued = max_entries > 0 ? 3 : 2; queued > 0; --queued) {
+          expect_type(s, next(s, c), REDIS_REPLY_STATUS, "queueing in MULTI");
         }
-      }
+        const reply_handle exec = next(s, c);
+        expect_type(s, exec, REDIS_REPLY_ARRAY, "EXEC");
+        page read;
+        if (std::string why = page_from(*exec, max_entries > 0, read); !why.empty()) {
+          fail(s, why);
+        }
+        return read;
+      });
+      slot().replica.reset();  // the primary answers again
       return p;
-    });
+    } catch (const unavailable&) {
+      if (std::optional<page> p = visit_replica(max_entries)) return std::move(*p);
+      throw;
+    }
   }
 
   health check() noexcept override {
@@ -248,6 +250,96 @@ class redis_store final : public store {
  private:
   redis_slot& slot() {
     return connections_.local<redis_slot>([] { return std::make_unique<redis_slot>(); });
+  }
+
+  // Queues MULTI, `counter` (INCR or GET) of the visitor count, LLEN and (max_entries > 0)
+  // LRANGE of the newest entries, and EXEC. False when a command cannot be queued.
+  static bool queue_page_commands(redisContext& c, std::string_view counter,
+                                  std::size_t max_entries) {
+    bool queued = append_command(c, {"MULTI"}) && append_command(c, {counter, counter_key}) &&
+                  append_command(c, {"LLEN", remarks_key});
+    if (queued && max_entries > 0) {  // "LRANGE key -0 -1" would be the whole list
+      const std::string first = "-" + std::to_string(std::min<std::size_t>(max_entries, INT64_MAX));
+      queued = append_command(c, {"LRANGE", remarks_key, first, "-1"});
+    }
+    return queued && append_command(c, {"EXEC"});
+  }
+
+  // The page from EXEC's replies to queue_page_commands(); "" or what was wrong with them.
+  static std::string page_from(const redisReply& exec, bool want_entries, page& p) {
+    if (exec.elements != (want_entries ? 3u : 2u)) return "EXEC: unexpected number of replies";
+    const redisReply& count = *exec.element[0];
+    if (count.type == REDIS_REPLY_INTEGER && count.integer >= 0) {
+      p.visitor_count = static_cast<std::uint64_t>(count.integer);
+    } else if (count.type == REDIS_REPLY_STRING) {  // GET, on a replica
+      const std::string text = reply_text(count);
+      const auto [end, ec] =
+          std::from_chars(text.data(), text.data() + text.size(), p.visitor_count);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return "GET visitor_count: not a number";
+      }
+    } else if (count.type != REDIS_REPLY_NIL) {  // nil: no visit counted yet
+      return "visitor_count: " + describe_reply(count);
+    }
+    const redisReply& total = *exec.element[1];
+    if (total.type != REDIS_REPLY_INTEGER || total.integer < 0) {
+      return "LLEN guestbook_remarks: " + describe_reply(total);
+    }
+    p.total_entries = static_cast<std::uint64_t>(total.integer);
+    if (!want_entries) return "";
+    const redisReply& list = *exec.element[2];
+    if (list.type != REDIS_REPLY_ARRAY) return "LRANGE guestbook_remarks: " + describe_reply(list);
+    p.entries.reserve(list.elements);
+    for (std::size_t i = 0; i < list.elements; ++i) p.entries.push_back(decode(*list.element[i]));
+    return "";
+  }
+
+  // A page read from a replica while no primary can be reached (see the top of the file);
+  // nullopt when none answers. The thread keeps its replica connection for the next such read
+  // and drops it on any error (then tries once more, afresh).
+  std::optional<page> visit_replica(std::size_t max_entries) {
+    if (!sentinel_) return std::nullopt;
+    redis_slot& s = slot();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!s.replica) s.replica = connect_replica();
+      if (!s.replica) return std::nullopt;
+      if (std::optional<page> p = read_replica(*s.replica, max_entries)) return p;
+      s.replica.reset();
+    }
+    return std::nullopt;
+  }
+
+  // A connection to the first replica the Sentinels see up that takes one; nullptr if none.
+  context_handle connect_replica() {
+    std::vector<redis_endpoint> replicas;
+    try {
+      replicas = sentinel_->replicas();
+    } catch (const no_primary&) {
+      return nullptr;
+    }
+    for (const redis_endpoint& at : replicas) {
+      std::string error;
+      context_handle c = connect_with_timeouts(at.host, at.port, options_.connect_timeout,
+                                               options_.command_timeout, error);
+      if (c) return c;
+    }
+    return nullptr;
+  }
+
+  // The page, without counting the visit (a replica takes no writes); nullopt on any error.
+  static std::optional<page> read_replica(redisContext& c, std::size_t max_entries) {
+    if (!queue_page_commands(c, "GET", max_entries)) return std::nullopt;
+    for (int replies = max_entries > 0 ? 4 : 3; replies > 0; --replies) {  // +OK, +QUEUED...
+      const reply_handle r = next_reply(c);
+      if (!r || r->type != REDIS_REPLY_STATUS) return std::nullopt;
+    }
+    const reply_handle exec = next_reply(c);
+    page p;
+    if (!exec || exec->type != REDIS_REPLY_ARRAY || !page_from(*exec, max_entries > 0, p).empty()) {
+      return std::nullopt;
+    }
+    p.from_replica = true;
+    return p;
   }
 
   // Runs f(slot, connection) on the primary. If the instance turns out to be a replica
@@ -292,7 +384,10 @@ class redis_store final : public store {
     std::string error;
     context_handle c =
         connect_with_timeouts(at.host, at.port, options_.connect_timeout, command_timeout_, error);
-    if (!c) fail(s, at.text() + ": " + error);
+    if (!c) {
+      if (sentinel_) sentinel_->primary_failed();
+      fail(s, at.text() + ": " + error);
+    }
     if (sentinel_) check_role(s, *c, at);
     s.context = std::move(c);
     s.at = std::move(at);
@@ -304,17 +399,19 @@ class redis_store final : public store {
   // The Sentinels named `at`; make sure it is a primary before anything is written to it.
   void check_role(redis_slot& s, redisContext& c, const redis_endpoint& at) {
     if (!append_command(c, {"ROLE"})) fail(s, at.text() + ": queueing ROLE: out of memory");
-    const reply_handle r = next_reply(c);
-    if (!r) fail(s, at.text() + ": ROLE: " + std::string(c.errstr));
-    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
-        r->element[0]->type != REDIS_REPLY_STRING) {
-      fail(s, at.text() + ": ROLE: " + describe_reply(*r));
+    std::string wrong;
+    if (const reply_handle r = next_reply(c); !r) {
+      wrong = at.text() + ": ROLE: " + std::string(c.errstr);
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+               r->element[0]->type != REDIS_REPLY_STRING) {
+      wrong = at.text() + ": ROLE: " + describe_reply(*r);
+    } else if (const std::string role = reply_text(*r->element[0]); role != "master") {
+      wrong = at.text() + " is not a primary (its role is " + role +
+              "); the Sentinels have not caught up yet";
     }
-    const std::string role = reply_text(*r->element[0]);
-    if (role != "master") {
-      fail(s, at.text() + " is not a primary (its role is " + role +
-                  "); the Sentinels have not caught up yet");
-    }
+    if (wrong.empty()) return;
+    sentinel_->primary_failed();
+    fail(s, wrong);
   }
 
   // Whether some thread connected (failed, learned of a move) after `t`. Relaxed: these are
@@ -402,13 +499,6 @@ class redis_store final : public store {
   void expect_type(redis_slot& s, const reply_handle& r, int type, const char* command) {
     check_not_readonly(s, *r);
     if (r->type != type) fail(s, std::string(command) + ": " + describe_reply(*r));
-  }
-
-  std::uint64_t integer_result(redis_slot& s, const redisReply& r, const char* command) {
-    if (r.type != REDIS_REPLY_INTEGER || r.integer < 0) {
-      fail(s, std::string(command) + ": " + describe_reply(r));
-    }
-    return static_cast<std::uint64_t>(r.integer);
   }
 
   redis_options options_;

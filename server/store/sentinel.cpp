@@ -50,6 +50,24 @@ std::optional<redis_endpoint> address_from(const redisReply& r) {
   return redis_endpoint{reply_text(*r.element[0]), *port};
 }
 
+// One replica of SENTINEL replicas' answer (a flat list of field, value): its address, if the
+// Sentinel sees it up (flags "slave" alone: not s_down, not disconnected).
+std::optional<redis_endpoint> replica_up(const redisReply& r) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements % 2 != 0) return std::nullopt;
+  std::string_view ip, port, flags;
+  for (std::size_t i = 0; i + 1 < r.elements; i += 2) {
+    if (!is_string(*r.element[i]) || !is_string(*r.element[i + 1])) return std::nullopt;
+    const std::string_view field(r.element[i]->str, r.element[i]->len);
+    const std::string_view value(r.element[i + 1]->str, r.element[i + 1]->len);
+    if (field == "ip") ip = value;
+    if (field == "port") port = value;
+    if (field == "flags") flags = value;
+  }
+  const std::optional<int> p = to_port(port);
+  if (flags != "slave" || ip.empty() || !p) return std::nullopt;
+  return redis_endpoint{std::string(ip), *p};
+}
+
 // "NAME old-ip old-port new-ip new-port": the new address, if the message is about `master`.
 std::optional<redis_endpoint> switched_to(std::string_view message, std::string_view master) {
   std::string_view words[5];
@@ -74,11 +92,12 @@ sentinel_client::sentinel_client(std::vector<redis_endpoint> sentinels, std::str
 }
 
 sentinel_client::~sentinel_client() {
-  if (watcher_.joinable()) {
+  if (!watchers_.empty()) {
+    // The eventfd stays readable once written (nobody reads it): every watcher sees it.
     const std::uint64_t one = 1;
     while (::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
     }
-    watcher_.join();
+    for (std::thread& w : watchers_) w.join();
   }
   ::close(stop_fd_);
 }
@@ -92,7 +111,8 @@ std::string sentinel_client::describe() const {
   return out + "/" + master_;
 }
 
-redis_endpoint sentinel_client::primary() const {
+template <class T, class Parse>
+T sentinel_client::ask_each(std::initializer_list<std::string_view> command, Parse parse) const {
   const std::size_t n = sentinels_.size();
   const std::size_t first = preferred_.load(std::memory_order_relaxed) % n;
   std::string answers;
@@ -102,16 +122,13 @@ redis_endpoint sentinel_client::primary() const {
     std::string error;
     context_handle c = connect_with_timeouts(at.host, at.port, timeout_, timeout_, error);
     if (c) {
-      if (!append_command(*c, {"SENTINEL", "get-master-addr-by-name", master_})) {
+      if (!append_command(*c, command)) {
         error = "out of memory";
       } else if (const reply_handle r = next_reply(*c); !r) {
         error = c->errstr;
-      } else if (const std::optional<redis_endpoint> found = address_from(*r)) {
+      } else if (std::optional<T> found = parse(*r, error)) {
         preferred_.store(index, std::memory_order_relaxed);
-        return *found;
-      } else {
-        error = r->type == REDIS_REPLY_NIL ? "knows no master '" + master_ + "'"
-                                           : describe_reply(*r);
+        return std::move(*found);
       }
     }
     answers += (answers.empty() ? "" : "; ") + at.text() + ": " + error;
@@ -119,10 +136,47 @@ redis_endpoint sentinel_client::primary() const {
   throw no_primary("no Redis primary known for '" + master_ + "' (Sentinels: " + answers + ")");
 }
 
+redis_endpoint sentinel_client::primary() const {
+  return ask_each<redis_endpoint>(
+      {"SENTINEL", "get-master-addr-by-name", master_},
+      [this](const redisReply& r, std::string& why) {
+        const std::optional<redis_endpoint> found = address_from(r);
+        if (!found) {
+          why = r.type == REDIS_REPLY_NIL ? "knows no master '" + master_ + "'" : describe_reply(r);
+        }
+        return found;
+      });
+}
+
+void sentinel_client::primary_failed() noexcept {
+  preferred_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<redis_endpoint> sentinel_client::replicas() const {
+  return ask_each<std::vector<redis_endpoint>>(
+      {"SENTINEL", "replicas", master_}, [](const redisReply& r, std::string& why) {
+        std::optional<std::vector<redis_endpoint>> found;
+        if (r.type != REDIS_REPLY_ARRAY) {
+          why = describe_reply(r);
+          return found;
+        }
+        found.emplace();
+        for (std::size_t i = 0; i < r.elements; ++i) {
+          if (std::optional<redis_endpoint> up = replica_up(*r.element[i])) {
+            found->push_back(std::move(*up));
+          }
+        }
+        return found;
+      });
+}
+
 void sentinel_client::watch(std::function<void(const redis_endpoint&)> on_switch) {
-  if (watcher_.joinable()) return;
+  if (!watchers_.empty()) return;
   on_switch_ = std::move(on_switch);
-  watcher_ = std::thread([this] { run_watch(); });
+  watchers_.reserve(sentinels_.size());
+  for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+    watchers_.emplace_back([this, i] { run_watch(i); });
+  }
 }
 
 bool sentinel_client::stop_within(milliseconds ms) const {
@@ -133,18 +187,25 @@ bool sentinel_client::stop_within(milliseconds ms) const {
   return rc > 0;
 }
 
-void sentinel_client::run_watch() {
-  redis_endpoint last_seen;
-  bool seen_any = false;
-  std::size_t index = preferred_.load(std::memory_order_relaxed);
-  while (true) {
-    if (watch_one(index % sentinels_.size(), last_seen, seen_any)) return;
-    ++index;
+void sentinel_client::run_watch(std::size_t index) {
+  while (!watch_one(index)) {
     if (stop_within(watch_retry)) return;
   }
 }
 
-bool sentinel_client::watch_one(std::size_t index, redis_endpoint& last_seen, bool& seen_any) {
+void sentinel_client::moved_to(const redis_endpoint& now, std::size_t index, bool first_look) {
+  const std::lock_guard<std::mutex> lock(moves_);
+  if (seen_any_ && now == last_seen_) return;
+  const bool report = seen_any_ || !first_look;
+  last_seen_ = now;
+  seen_any_ = true;
+  if (!report) return;
+  // That Sentinel knows the new primary: ask it first from now on.
+  preferred_.store(index, std::memory_order_relaxed);
+  if (on_switch_) on_switch_(now);
+}
+
+bool sentinel_client::watch_one(std::size_t index) {
   const redis_endpoint& at = sentinels_[index];
   std::string error;
   context_handle c = connect_with_timeouts(at.host, at.port, timeout_, timeout_, error);
@@ -156,23 +217,11 @@ bool sentinel_client::watch_one(std::size_t index, redis_endpoint& last_seen, bo
   }
   redisEnableKeepAlive(c.get());
 
-  // A move is reported once: a switch message repeats what the resubscription found, or the
-  // other way round.
-  const auto moved_to = [&](const redis_endpoint& now) {
-    if (seen_any && now == last_seen) return;
-    last_seen = now;
-    seen_any = true;
-    if (on_switch_) on_switch_(now);
-  };
-  // Whatever happened while no Sentinel was watched (nothing to report the first time).
+  // Whatever happened while this Sentinel was not watched (nothing to report the first time
+  // any primary is seen). A move is reported once: a switch message repeats what a
+  // resubscription found, or what another Sentinel said, or the other way round.
   try {
-    const redis_endpoint now = primary();
-    if (seen_any) {
-      moved_to(now);
-    } else {
-      last_seen = now;
-      seen_any = true;
-    }
+    moved_to(primary(), preferred_.load(std::memory_order_relaxed), true);
   } catch (const no_primary&) {
   }
 
@@ -209,7 +258,7 @@ bool sentinel_client::watch_one(std::size_t index, redis_endpoint& last_seen, bo
       }
       if (const std::optional<redis_endpoint> now =
               switched_to(reply_text(*r->element[2]), master_)) {
-        moved_to(*now);
+        moved_to(*now, index, false);
       }
     }
   }

@@ -64,6 +64,9 @@ struct page {
   std::uint64_t visitor_count = 0;  // after this visit's increment
   std::vector<entry> entries;       // oldest first, at most the last `max_entries`
   std::uint64_t total_entries = 0;
+  // Read from a Redis replica while no primary could be reached: the visit was not counted
+  // (visitor_count is the count as the replica has it), and the newest entries may be missing.
+  bool from_replica = false;
 };
 
 class store {
@@ -78,6 +81,8 @@ class store {
   virtual added add_entry(const entry& e, std::string_view post_key) = 0;
   added add_entry(const entry& e) { return add_entry(e, {}); }
   // Counts a visit (visitor_count += 1) and reads the newest entries. Throws unavailable.
+  // Redis with Sentinels: while the primary cannot be reached, reads a replica instead
+  // (page::from_replica), and throws only when no replica answers either.
   virtual page visit(std::size_t max_entries) = 0;
   // A cheap round trip (SQLite: a read; Redis: PING on the primary). Never throws.
   virtual health check() noexcept = 0;
@@ -138,6 +143,16 @@ struct redis_options {
   std::chrono::milliseconds backoff_initial{50};
   std::chrono::milliseconds backoff_max{2000};
 };
+
+// The Redis forms of a store spec, "redis://HOST[:PORT]" (port 6379 by default) and
+// "redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER" (port 26379 by default), as options
+// (the rest left at their defaults). Throws std::invalid_argument for anything else, and for a
+// malformed one, with the reason (redis_spec.cpp).
+redis_options parse_redis_spec(std::string_view spec);
+// Whether `spec` starts like one of those two forms (it may still be malformed).
+bool is_redis_spec(std::string_view spec) noexcept;
+// Throws std::invalid_argument: "store spec "SPEC": WHY (expected ...the forms...)".
+[[noreturn]] void malformed_store_spec(std::string_view spec, std::string_view why);
 
 // Redis, with ZeroHTTPd's keys: list "guestbook_remarks", counter "visitor_count" (and the
 // hash "guestbook_post_keys" and counter "guestbook_replays" for post keys). Connects lazily

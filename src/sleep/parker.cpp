@@ -20,9 +20,9 @@ bool parker::prepare(std::uint32_t seat, bool want_timed, bool wake_last) noexce
     std::lock_guard lock(mu_);
     list_locked(seat, want_timed, &timed, wake_last);
   }
-#ifndef SPOOL_TSAN
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
+  // Between listing and the caller's last look: the sleeper's half of the pairing with
+  // notify_one, whose notifier takes only the light barrier.
+  heavy_barrier();
   return timed;
 }
 
@@ -35,9 +35,7 @@ bool parker::prepare_if_others_awake(std::uint32_t seat, std::uint32_t live, std
     if (live < depth_ + 1 + keep) return false;
     list_locked(seat, true, timed);
   }
-#ifndef SPOOL_TSAN
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
+  heavy_barrier();
   return true;
 }
 
@@ -123,11 +121,9 @@ parker::wake parker::park_until(std::uint32_t seat,
     if (seats_[seat].pos == k_unlisted) return woken_as(word.load(std::memory_order_relaxed));
     unlist_locked(seat);
   }
-  // The caller looks for work next: the full barrier between leaving the list (and the timed
+  // The caller looks for work next: the heavy barrier between leaving the list (and the timed
   // role) and that look is the sleeper's half of the pairing with notify_one.
-#ifndef SPOOL_TSAN
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
+  heavy_barrier();
   return wake::timed_out;
 }
 

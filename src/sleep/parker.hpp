@@ -8,10 +8,11 @@
 //  - `timed_listed_` is 1 exactly while a listed seat holds the timed role.
 //
 // Boundary with whoever makes work visible (the notifier) and the sleeper, Dekker-style: the
-// sleeper lists itself (a seq_cst read-modify-write of `sleepers_`, then a fence) and then
-// looks for work once more; the notifier makes the work visible and then, after a full
-// barrier, reads `spinners_` and `sleepers_` (notify_one). Either the sleeper's look finds
-// the work, or the notifier sees the sleeper (or a spinner, who will look) and wakes it.
+// sleeper lists itself (a seq_cst read-modify-write of `sleepers_`, then heavy_barrier()) and
+// then looks for work once more; the notifier makes the work visible and then, after
+// light_barrier(), reads `spinners_` and `sleepers_` (notify_one; a full fence before it
+// leaves the work to a spinner). Either the sleeper's look finds the work, or the notifier
+// sees the sleeper (or a spinner, who will look) and wakes it (sync/dekker.hpp).
 #pragma once
 
 #include <atomic>
@@ -20,8 +21,8 @@
 #include <memory>
 #include <mutex>
 
-#include "sync/dekker.hpp"
 #include "sleep/futex.hpp"
+#include "sync/dekker.hpp"
 
 namespace spool::detail {
 
@@ -79,26 +80,36 @@ class parker {
   // seat, which is no longer among the sleepers.
   wake park_until(std::uint32_t seat, std::chrono::steady_clock::time_point deadline) noexcept;
 
-  // Called after making work visible. Costs a fence and two loads when a worker spins or
-  // nobody sleeps; otherwise it takes the most recent sleeper off the list and wakes it.
-  // With a deferral test: wakes nobody if a sleeper holds the timed role and may_defer() says
-  // another awake worker would only crowd the cores; the timed sleeper then looks at its next
-  // deadline (its unlisting and this load pair like the rest).
+  // Called after making work visible. Costs two loads when nobody sleeps or the wake-up is
+  // deferred, and a fence more when it leaves the work to a spinner; otherwise it takes the
+  // most recent sleeper off the list and wakes it. With a deferral test: wakes nobody if a
+  // sleeper holds the timed role and may_defer() says another awake worker would only crowd
+  // the cores; the timed sleeper then looks at its next deadline.
+  //
+  // The pairings (sleep/README.md, "Parking and waking"). With the sleepers and the timed
+  // role, asymmetric: a sleeper lists itself, and the timed sleeper leaves the role, and then
+  // takes heavy_barrier() before it looks; here only light_barrier(). With a spinner,
+  // symmetric: a spinner stops with a read-modify-write and may then look only once (it may
+  // take another task and block in it), so a notifier that leaves the work to it takes a full
+  // fence and reads the count again. That check comes last: under a burst on a crowded pool,
+  // where a worker spins between tasks, the wake-up is deferred before it is reached.
   template <class Defer>
   void notify_one(Defer may_defer) noexcept {
 #ifdef SPOOL_TSAN
-    if (spinners_.fetch_add(0, std::memory_order_seq_cst) != 0) return;
     if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
-    if (timed_listed_.fetch_add(0, std::memory_order_seq_cst) != 0 && may_defer()) {
+    const bool timed = timed_listed_.fetch_add(0, std::memory_order_seq_cst) != 0;
 #else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (spinners_.load(std::memory_order_seq_cst) != 0) return;
-    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
-    if (timed_listed_.load(std::memory_order_seq_cst) != 0 && may_defer()) {
+    light_barrier();
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    const bool timed = timed_listed_.load(std::memory_order_relaxed) != 0;
 #endif
+    if (timed && may_defer()) {
       // A count for tests, kept without a read-modify-write (this is the submitter's path):
       // concurrent notifiers may lose increments, never make it zero.
       deferred_.store(deferred_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return;
+    }
+    if (spinners_.load(std::memory_order_relaxed) != 0 && load_after_full_barrier(spinners_) != 0) {
       return;
     }
     wake_one();

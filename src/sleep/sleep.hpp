@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "queues/queues.hpp"
@@ -82,24 +83,20 @@ class sleep_control {
   bool spin(Done done) noexcept {
     return spin_rounds(done, spin_rounds_);
   }
-  // An idle worker's spin, shortened by its record. `misses` (kept by the worker) counts its
-  // spins in a row that found nothing after a single task (`after_one`: the worker ran at
-  // most one task since it last went idle). After k_miss_limit of those it only pauses (the
-  // first k_pause_rounds) before it parks, until a spin finds work or it runs a longer stretch
-  // of tasks. That is sparse work: single tasks further apart than a spin (timers firing a
-  // few times a second, a trickle of requests), for which each spin's sched_yield() calls
-  // cost CPU and buy nothing. A worker that runs dry after many tasks (a stream of
-  // submissions that it outpaces) keeps the whole spin, which catches the next task.
-  bool idle_spin(std::uint8_t& misses, bool after_one) noexcept {
+  // An idle worker's spin, shortened for sparse work. `short_gap` (kept by the worker): its
+  // last idle spell, from going idle to finding work, lasted at most k_stream_gap, about what
+  // a whole spin covers; `after_one`: it ran at most one task since it last went idle. A
+  // worker that ran a single task after a long spell is serving sparse work (timers firing a
+  // few hundred times a second, a trickle of requests): a whole spin of sched_yield() calls
+  // would cost CPU and catch nothing, so it only pauses (the first k_pause_rounds) before it
+  // parks. A steady stream of single tasks (a client that submits one task at a time and
+  // waits for it) has short spells, and so does a worker that was woken soon after it
+  // parked: those keep the whole spin, which catches the next task without a sleeping
+  // hand-off; so does a worker that runs dry after a stretch of tasks.
+  bool idle_spin(bool short_gap, bool after_one) noexcept {
     const unsigned rounds =
-        misses < k_miss_limit ? spin_rounds_ : std::min(spin_rounds_, k_pause_rounds);
-    const bool found = spin_rounds([] { return false; }, rounds);
-    if (found || !after_one) {
-      misses = 0;
-    } else if (misses < k_miss_limit) {
-      ++misses;
-    }
-    return found;
+        short_gap || !after_one ? spin_rounds_ : std::min(spin_rounds_, k_pause_rounds);
+    return spin_rounds([] { return false; }, rounds);
   }
   template <class Done>
   bool spin_rounds(Done done, unsigned rounds) noexcept {
@@ -108,14 +105,20 @@ class sleep_control {
     // rounds yield the processor instead, so a spinner never holds a core that a runnable
     // thread of the same machine (a submitter, a worker with work) is waiting for: with more
     // threads than cores, a plain spinner would take that core from them for its whole spin.
+    // A pause round looks every k_pauses_per_look pauses (about 0.1 us here): a client that
+    // waits for its task by polling only briefly (std::atomic::wait polls about a microsecond
+    // before it sleeps) gets its answer within that poll only if the task is caught at once.
     bool found = false;
     for (unsigned round = 0; round < rounds && !found; ++round) {
       if (round < k_pause_rounds) {
-        for (int i = 0; i < 16; ++i) cpu_relax();
+        for (int look = 0; look < 16 / k_pauses_per_look && !found; ++look) {
+          for (int i = 0; i < k_pauses_per_look; ++i) cpu_relax();
+          found = done() || work_.has_work();
+        }
       } else {
         sched_yield();
+        found = done() || work_.has_work();
       }
-      found = done() || work_.has_work();
     }
     parker_.stop_spinning();
     return found;
@@ -149,14 +152,18 @@ class sleep_control {
  private:
   friend struct core_testing;
 
-  // Rounds of spin() that only pause before later rounds yield (a few microseconds).
+  // Rounds of spin() that only pause (16 pauses each) before later rounds yield (a few
+  // microseconds), and the pauses between two looks in those rounds.
   static constexpr unsigned k_pause_rounds = 8;
-  // Spins in a row that found nothing after one task before an idle worker's spin shrinks
-  // (idle_spin): a third of a second of timers at 100 per second, and long enough that a
-  // stream of tasks which two workers share (each sometimes finding the other took the
-  // next) does not shrink it.
-  static constexpr std::uint8_t k_miss_limit = 32;
+  static constexpr int k_pauses_per_look = 4;
 
+ public:
+  // The longest idle spell that counts as part of a stream (idle_spin): about the length of a
+  // whole spin of the default spin_rounds on an otherwise idle machine. A longer spell was
+  // not caught by spinning anyway.
+  static constexpr std::chrono::microseconds k_stream_gap{50};
+
+ private:
   // Whether waking one more worker would crowd the CPUs: deferral is on, an outside thread
   // submitted lately, and the awake workers (not asleep, not in a blocking region, counting
   // extra_asleep more as asleep) number keep_awake_ already.

@@ -80,11 +80,14 @@ void core::run_worker(worker& w) noexcept {
       if (sleep_.may_retreat()) retreat(w, searching);
       continue;
     }
-    if (!threads_.idle(w)) threads_.went_idle(w);
+    if (!threads_.idle(w)) {
+      threads_.went_idle(w);
+      w.idle_since = worker::clock::now();
+    }
     const std::uint64_t finished = w.stats.finished(std::memory_order_relaxed);
     const bool after_one = finished - w.finished_at_idle <= 1;
     w.finished_at_idle = finished;
-    if (sleep_.idle_spin(w.spin_misses, after_one)) continue;
+    if (sleep_.idle_spin(w.short_gap, after_one)) continue;
     end = rest(w, searching);
   }
   threads_.thread_ends(w, end == rest_end::retired);
@@ -96,6 +99,8 @@ void core::run_worker(worker& w) noexcept {
 }
 
 void core::found_work(worker& w) noexcept {
+  // How long the idle spell lasted decides the next spin (sleep_control::idle_spin).
+  w.short_gap = worker::clock::now() - w.idle_since <= sleep_control::k_stream_gap;
   threads_.went_busy(w);
   sleep_.wake_for_surplus();
 }

@@ -43,10 +43,11 @@ struct worker {
   // since a producer's run is served from one batch at a time (queues::steal).
   std::size_t batch_hint = 0;
   std::uint32_t searches = 0;  // find_task calls, to look at low-priority aging now and then
-  // worker/loop.cpp: idle spins in a row that found nothing after a single task, and the
-  // count of tasks it had finished (run or dropped) when it last went idle
-  // (sleep_control::idle_spin).
-  std::uint8_t spin_misses = 0;
+  // worker/loop.cpp, for sleep_control::idle_spin: when this worker last went idle, whether
+  // its last idle spell (from going idle to finding work) was short enough for a spin to
+  // cover, and the count of tasks it had finished (run or dropped) when it last went idle.
+  clock::time_point idle_since;
+  bool short_gap = true;
   std::uint64_t finished_at_idle = 0;
   bool high_streak = false;      // the last task taken was high priority
   clock::time_point high_since;  // when that run of high-priority tasks began

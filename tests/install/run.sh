@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install test: build spool (release), `cmake --install` it into a fresh temporary
 # prefix, then build and run outside consumers against that prefix only:
-#   1. CMake:      find_package(spool) via CMAKE_PREFIX_PATH -> spool::spool and spool::spool_static
+#   1. CMake:      find_package(spool) via CMAKE_PREFIX_PATH -> spool::spool and spool::spool_static,
+#                  and the queue: spool::queue, spool::queue_static, its C API, bin/spool-queue
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs spool)           (libspool.so, LD_LIBRARY_PATH)
 #   3. pkg-config: cc main.c $(pkg-config --cflags --static --libs spool)  (libspool.a)
 #   4. tpool:      a program written for tpool, unchanged, with -I<prefix>/include/spool -lspool
@@ -82,6 +83,26 @@ if grep -q 'NEEDED.*libspool' <<<"$(readelf -d "$tmp/cmake-consumer/consumer_sta
   fail "consumer_static depends on libspool.so"
 fi
 
+# --- 2b. the queue (libspool_queue, spool-queue) ------------------------------
+step "CMake consumer of the queue (spool::queue, spool::queue_static, the C API)"
+for f in "$libdir/libspool_queue.so" "$libdir/libspool_queue.so.0" "$libdir/libspool_queue.a" \
+         "$prefix/include/spool/queue.hpp" "$prefix/include/spool/queue.h" \
+         "$prefix/include/spool/queue/worker.hpp" "$prefix/bin/spool-queue"; do
+  [[ -e "$f" ]] || fail "missing installed file: ${f#"$prefix"/}"
+done
+cmake -S "$here/queue" -B "$tmp/queue-consumer" "${gen_args[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release
+cmake --build "$tmp/queue-consumer"
+"$tmp/queue-consumer/queue_consumer_shared" || fail "queue consumer (spool::queue) failed"
+grep -qF "$libdir/libspool_queue.so.0" <<<"$(ldd "$tmp/queue-consumer/queue_consumer_shared")" \
+  || fail "queue_consumer_shared does not load libspool_queue.so.0 from the prefix"
+"$tmp/queue-consumer/queue_consumer_static" || fail "queue consumer (spool::queue_static) failed"
+if grep -q 'NEEDED.*libspool' <<<"$(readelf -d "$tmp/queue-consumer/queue_consumer_static")"; then
+  fail "queue_consumer_static depends on a libspool*.so"
+fi
+"$tmp/queue-consumer/queue_consumer_c" || fail "queue C consumer failed"
+"$prefix/bin/spool-queue" --help | grep -q "worker --queue" || fail "installed spool-queue --help"
+
 # --- 3. pkg-config consumers --------------------------------------------------
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 step "pkg-config: spool $(pkg-config --modversion spool)"
@@ -131,4 +152,4 @@ if grep -q 'NEEDED.*libspool' <<<"$(readelf -d "$tmp/dlopen_consumer")"; then
 fi
 "$tmp/dlopen_consumer" "$libdir/libspool.so.0" || fail "the dlopen consumer failed"
 
-printf '\ninstall-test: ALL OK (cmake shared+static, pkg-config shared+static, tpool drop-in, dlopen)\n'
+printf '\ninstall-test: ALL OK (cmake shared+static, the queue, pkg-config shared+static, tpool drop-in, dlopen)\n'

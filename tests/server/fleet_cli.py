@@ -6,7 +6,9 @@ Checks: up returns with the fleet answering through HAProxy (every node named in
 Spoold-Node header, a post stored); a second up is refused; status lists every process;
 rolling-restart replaces every node's process and leaves all UP; down stops every process it
 started and nothing else (a pid file naming a live process that is not the one it started is
-left alone); afterwards status reports nothing running.
+left alone); afterwards status reports nothing running. With --netns (make cluster NETNS=1, as
+root): every part runs in a namespace of its own, exec runs a command in the client's, where
+the fleet answers, and down removes every namespace up made.
 """
 
 import os
@@ -24,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "..", "cluster")
 sys.path.insert(0, CLUSTER)
 import fleet  # noqa: E402
+import netns  # noqa: E402
 
 PYTHON = sys.executable or "python3"
 
@@ -95,7 +98,7 @@ class FleetCommandLine(unittest.TestCase):
 
         status = run_cli("status", *self.common)
         self.assertEqual(status.returncode, 0, status.stderr)
-        self.assertIn("8 of 8 processes running", status.stdout)
+        self.assertIn("9 of 9 processes running", status.stdout)
         self.assertEqual(len(re.findall(r"HAProxy: UP", status.stdout)), 2, status.stdout)
         self.assertIn("(the Sentinels' primary)", status.stdout)
 
@@ -107,7 +110,8 @@ class FleetCommandLine(unittest.TestCase):
         for name in ("web1", "web2"):
             self.assertNotEqual(before[name], after[name], f"{name} was not restarted")
             self.assertIsNotNone(after[name])
-        for name in ("haproxy", "redis1", "redis2", "sentinel1", "sentinel2", "sentinel3"):
+        for name in ("haproxy", "redis1", "redis2", "redis3", "sentinel1", "sentinel2",
+                     "sentinel3"):
             self.assertEqual(before[name], after[name], f"{name} should not have restarted")
         self.assertEqual(f.node_states(), {"web1": "UP", "web2": "UP"})
 
@@ -131,7 +135,34 @@ class FleetCommandLine(unittest.TestCase):
                 self.assertIsNone(f.proc(name).pid(), f"{name} still runs after down")
                 self.assertIn(name, down.stdout)
         status = run_cli("status", *self.common)
-        self.assertIn("0 of 8 processes running", status.stdout)
+        self.assertIn("0 of 9 processes running", status.stdout)
+
+    def test_netns_up_exec_down(self):
+        self.assertEqual(os.geteuid(), 0, "--netns makes network namespaces: run as root")
+        up = run_cli("up", *self.common, "--netns", "--nodes", "1", "--replicas", "1",
+                     "--spoold", os.environ["SPOOLD"])
+        self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
+        f = fleet.Fleet.attach(self.dir)
+        self.assertTrue(f.layout.client_ns, f.layout)
+        namespaces = [e.ns for e in f.layout.endpoints()] + [f.layout.client_ns]
+        self.assertEqual(len(set(namespaces)), len(namespaces) - 1)  # stats is HAProxy's
+        self.assertTrue(f.url.startswith("http://10.77.0."), f.url)
+        self.assertIn(f"exec -- curl {f.url}", up.stdout)
+        # The fleet is reached from the client's namespace (nothing here talks to its
+        # addresses from the machine's own network, whose default route leads out).
+        fetch = run_cli("exec", *self.common, "--", PYTHON, "-c",
+                        "import sys, urllib.request; "
+                        "print(urllib.request.urlopen(sys.argv[1], timeout=10).status)", f.url)
+        self.assertEqual((fetch.returncode, fetch.stdout.strip()), (0, "200"), fetch.stderr)
+        status = run_cli("status", *self.common)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn("8 of 8 processes running", status.stdout)  # and the network lab
+        self.assertIn("HAProxy: UP", status.stdout)
+        down = run_cli("down", *self.common)
+        self.assertEqual(down.returncode, 0, down.stdout + down.stderr)
+        self.assertIn(fleet.LAB_PROCESS, down.stdout)
+        left = [ns for ns in netns.namespaces() if ns in namespaces]
+        self.assertEqual(left, [], "down left namespaces behind")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ class CommandLineTest(SiteTestCase):
         self.assertEqual(r.returncode, 0, r)
         for option in ("--port", "--store", "--max-connections", "--grace", "--access-log",
                        "--node-name", "--drain-delay", "--store-replicas",
-                       "--store-replicas-timeout", "redis-sentinel://"):
+                       "--store-replicas-timeout", "--trust-idle-timeout", "redis-sentinel://"):
             self.assertIn(option, r.stdout)
         r = run_spoold(["--version"])
         self.assertEqual(r.returncode, 0, r)
@@ -28,7 +28,8 @@ class CommandLineTest(SiteTestCase):
                      ["--threads", "0:x"], ["--max-body", "-5"], ["--idle-timeout"],
                      ["stray-argument"], ["--node-name", "bad name"], ["--node-name", ""],
                      ["--node-name", "n" * 65], ["--drain-delay", "x"],
-                     ["--store-replicas", "-1"], ["--store-replicas-timeout", "0"]):
+                     ["--store-replicas", "-1"], ["--store-replicas-timeout", "0"],
+                     ["--trust-idle-timeout", "x"], ["--trust-idle-timeout", "-1"]):
             with self.subTest(args=args):
                 r = run_spoold(self.base() + args)
                 self.assertEqual(r.returncode, 2, r)

@@ -72,6 +72,14 @@ class MetricsTest(ServerTestCase):
         self.assertEqual(head.status, 200)
         self.assertEqual(head.header("Content-Length"), str(len(resp.body)))
 
+    def test_healthz_node_does_not_ask_the_store(self):
+        resp = self.server.get("/healthz/node")
+        self.assertEqual((resp.status, resp.body), (200, b"ok\n"), resp)
+        head = self.server.get("/healthz/node", method="HEAD")
+        self.assertEqual((head.status, head.body), (200, b""), head)
+        self.assertEqual(head.header("Content-Length"), "3")
+        self.assertEqual(self.server.get("/healthz/node", method="POST", body=b"").status, 405)
+
     def test_api_stats_json(self):
         resp = self.server.get("/api/stats")
         self.assertEqual(resp.status, 200, resp)

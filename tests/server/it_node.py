@@ -1,11 +1,15 @@
 """spoold as a node of a fleet, on its own: --node-name (the Spoold-Node header on every answer,
 the guestbook's pages, /metrics labels, /api/stats, /healthz), post keys in the guestbook's
-form (a replayed post is stored once, on SQLite here; it_sentinel does Redis), and the drain
-on SIGTERM (--drain-delay: /healthz answers 503 while everything else is still served)."""
+form (a replayed post is stored once, on SQLite here; it_sentinel does Redis), the drain on
+SIGTERM (--drain-delay: /healthz answers 503 while everything else is still served, each
+answer closes its connection), and a trusted balancer's kept-alive connections
+(--trust-idle-timeout; at the stop an idle one stays open until its next request, answered with
+Connection: close, or until the balancer closes it)."""
 
 import json
 import re
 import signal
+import socket
 import threading
 
 from spoold_harness import (HELLO, Conn, ServerTestCase, SiteTestCase, Spoold, build_request,
@@ -143,6 +147,8 @@ class DrainTest(SiteTestCase):
         server.start()
         try:
             self.assertEqual(server.get("/healthz").status, 200)
+            health = server.get("/healthz/node")
+            self.assertEqual((health.status, health.body), (200, b"ok\nnode: d1\n"))
             with Conn(server.port) as kept:  # a keep-alive connection from before the signal
                 kept.send(build_request("GET", "/hello.txt"))
                 self.assertEqual(kept.read_final_response().status, 200)
@@ -152,12 +158,18 @@ class DrainTest(SiteTestCase):
                 health = server.get("/healthz")
                 self.assertEqual(health.body, b"draining\nnode: d1\n")
                 self.assertEqual(health.header("Spoold-Node"), "d1")
+                health = server.get("/healthz/node")
+                self.assertEqual((health.status, health.body), (503, b"draining\nnode: d1\n"))
                 self.assertIn("draining (/healthz answers 503 for 600.0 s)", server.out.text())
-                # Still serving: new connections, the kept one, the guestbook, posts.
+                # Still serving: new connections, the kept one, the guestbook, posts. Each
+                # answer now closes its connection, so that a client reusing connections (a
+                # balancer) never has one closed under a request it is sending.
                 resp = server.get("/hello.txt")
                 self.assertEqual((resp.status, resp.body), (200, HELLO))
                 kept.send(build_request("GET", "/hello.txt"))
-                self.assertEqual(kept.read_final_response().status, 200)
+                resp = kept.read_final_response()
+                self.assertEqual((resp.status, resp.header("Connection")), (200, "close"), resp)
+                self.assertEqual(kept.read_to_eof(), b"")
                 self.assertEqual(server.get("/guestbook").status, 200)
                 self.assertEqual(server.post_form(
                     "/guestbook", {"guest-name": "d", "guest-remarks": "while draining"}).status,
@@ -192,6 +204,93 @@ class DrainTest(SiteTestCase):
         server.wait(60)
         server.check_clean_exit()
         self.assertNotIn("draining", server.out.text())
+
+
+
+def untrusted_conn(port):
+    """A client connection from 127.0.0.2, which the tests below do not trust."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.2", 0))
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    return Conn(port, sock=s)
+
+
+class TrustedBalancerTest(SiteTestCase):
+    """A --trust peer (here 127.0.0.1, where the harness connects from) is a balancer that
+    keeps idle connections and reuses them: the node does not close one under it."""
+
+    def start(self, *args):
+        server = Spoold(self.site, self.store, ["--trust", "127.0.0.1", *args])
+        server.start()
+        self.addCleanup(lambda: server.alive() and server.kill())
+        return server
+
+    def answered(self, conn, path="/hello.txt"):
+        conn.send(build_request("GET", path))
+        return conn.read_final_response()
+
+    def test_trusted_idle_connection_is_not_closed_by_the_idle_timeout(self):
+        server = self.start("--trust-idle-timeout", "0", "--idle-timeout", "1")
+        with Conn(server.port) as trusted:
+            self.assertEqual(self.answered(trusted).status, 200)
+            with untrusted_conn(server.port) as other:
+                self.assertEqual(self.answered(other).status, 200)
+                # --idle-timeout closes the untrusted one, idle for less time than the other.
+                self.assertEqual(other.read_to_eof(), b"")
+            resp = self.answered(trusted)
+            self.assertEqual((resp.status, resp.body), (200, HELLO))
+            self.assertIsNone(resp.header("Connection"))
+
+    def test_trust_idle_timeout_closes_trusted_idle_connections(self):
+        server = self.start("--trust-idle-timeout", "1", "--idle-timeout", "600")
+        with Conn(server.port) as trusted:
+            self.assertEqual(self.answered(trusted).status, 200)
+            self.assertEqual(trusted.read_to_eof(), b"")
+
+    def test_stop_leaves_trusted_idle_connections_open_until_their_next_answer(self):
+        # One loop, so that the untrusted connection's close shows the stop has reached the
+        # loop that holds the trusted ones; a long grace, so that an exit before it ends shows
+        # that the server did not wait for it.
+        server = self.start("--trust-idle-timeout", "0", "--loops", "1", "--grace", "600",
+                            "--drain-delay", "600")
+        trusted = [Conn(server.port) for _ in range(2)]
+        try:
+            for c in trusted:
+                self.assertEqual(self.answered(c).status, 200)
+            other = untrusted_conn(server.port)
+            self.assertEqual(self.answered(other).status, 200)
+            server.send_signal(signal.SIGTERM)
+            wait_until(lambda: server.get("/healthz").status == 503, 30,
+                       "/healthz to answer 503 once draining")
+            server.send_signal(signal.SIGTERM)  # ends the drain: the stop begins
+            # An idle untrusted connection is closed at the stop, without an answer.
+            self.assertEqual(other.read_to_eof(), b"")
+            other.close()
+            # The idle trusted ones are still open: a request sent now is answered, and then
+            # the connection closes.
+            for c in trusted:
+                resp = self.answered(c)
+                self.assertEqual((resp.status, resp.body), (200, HELLO))
+                self.assertEqual(resp.header("Connection"), "close")
+                self.assertEqual(c.read_to_eof(), b"")
+            server.wait(60)
+            server.check_clean_exit()
+        finally:
+            for c in trusted:
+                c.close()
+
+    def test_stop_ends_when_the_balancer_closes_its_idle_connections(self):
+        server = self.start("--trust-idle-timeout", "0", "--loops", "1", "--grace", "600")
+        with Conn(server.port) as trusted:
+            self.assertEqual(self.answered(trusted).status, 200)
+            with untrusted_conn(server.port) as other:
+                self.assertEqual(self.answered(other).status, 200)
+                server.send_signal(signal.SIGTERM)
+                self.assertEqual(other.read_to_eof(), b"")
+            self.assertTrue(server.alive(), "spoold exited with a trusted connection open")
+        server.wait(60)  # the balancer closed it: nothing is left to wait for
+        server.check_clean_exit()
 
 
 if __name__ == "__main__":

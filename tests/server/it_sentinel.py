@@ -4,11 +4,12 @@ cluster/fleet.py on a 127.x.y.0/24 block and ports of their own), and spoold wit
 
 Checks: posts are acknowledged once on the replica too and /healthz names the primary; a post
 the replica cannot confirm in time is answered 503 saying it may or may not be stored, and is
-stored once when sent again; spoold follows a failover (SENTINEL FAILOVER), hearing of it
-through +switch-master, and writes to the new primary; with no primary known (no Sentinel
-answers, or none knows the master) the guestbook answers 503 saying so, static files are
-served, and /healthz says why the store is down. Runs under the sanitizers too: the Sentinel
-watcher is a thread of spoold's."""
+stored once when sent again; while the primary does not answer, the guestbook's page is read
+from the replica (saying so, the visit not counted) and posts are refused; spoold follows a
+failover (SENTINEL FAILOVER), hearing of it through +switch-master, and writes to the new
+primary; with no primary known (no Sentinel answers, or none knows the master) the guestbook
+answers 503 saying so, static files are served, and /healthz says why the store is down. Runs
+under the sanitizers too: the Sentinel watchers are threads of spoold's."""
 
 import os
 import signal
@@ -36,7 +37,8 @@ class SentinelStoreTest(unittest.TestCase):
         require_redis()
         cls.tmp = TempDir("spoold-sentinel-")
         cls.site = make_site(cls.tmp.path)
-        cls.fleet = fleet.Fleet(os.path.join(cls.tmp.path, "fleet"), fleet.Layout.free(nodes=1),
+        cls.fleet = fleet.Fleet(os.path.join(cls.tmp.path, "fleet"),
+                                fleet.Layout.free(nodes=1, replicas=1),
                                 os.environ.get("SPOOLD", ""),
                                 settings=fleet.Settings(down_after_ms=1000))
         cls.server = None
@@ -109,6 +111,39 @@ class SentinelStoreTest(unittest.TestCase):
                    "the replayed post to be acknowledged once the replica is back")
         self.assertEqual(remarks_in(self.fleet, primary).count("unconfirmed"), 1)
         self.assertEqual(remarks_in(self.fleet, replica).count("unconfirmed"), 1)
+
+    def set_down_after(self, ms):
+        for s in self.fleet.layout.sentinels:
+            self.assertEqual(fleet.redis_command(s.addr, s.port, "SENTINEL", "SET", "fleet",
+                                                 "down-after-milliseconds", ms), "OK")
+
+    def test_2b_pages_are_read_from_the_replica_while_the_primary_is_away(self):
+        primary, replica = self.primary_and_replica()
+        self.fleet.wait_replica_online(replica, 60 * SCALE)
+        self.assertEqual(self.post("read from the replica", "key-2b").status, 303)
+        r = self.fleet._redis(replica)
+        # The primary hangs, and the Sentinels are told to wait for it rather than fail over.
+        self.set_down_after(600_000)
+        self.fleet.proc(primary).send(signal.SIGSTOP)
+        try:
+            counted = int(fleet.redis_command(r.addr, r.port, "GET", "visitor_count"))
+            resp = self.server.get("/guestbook")
+            self.assertEqual(resp.status, 200, resp)
+            self.assertIn(b"was read from a replica", resp.body)
+            self.assertIn(b"this visit was not counted", resp.body)
+            self.assertIn(("s", "read from the replica"), page_entries(resp.body.decode()))
+            self.assertIn(f'<strong id="visitor-count">{counted}</strong>'.encode(), resp.body)
+            self.assertEqual(int(fleet.redis_command(r.addr, r.port, "GET", "visitor_count")),
+                             counted)
+            # A post never goes to a replica.
+            resp = self.post("while the primary is away", "key-2c")
+            self.assertEqual(resp.status, 503, resp)
+        finally:
+            self.fleet.proc(primary).send(signal.SIGCONT)
+            self.set_down_after(1000)
+        wait_until(lambda: b"read from a replica" not in self.server.get("/guestbook").body, 30,
+                   "pages to be read from the primary again")
+        self.assertNotIn("while the primary is away", remarks_in(self.fleet, replica))
 
     def test_3_failover_is_followed(self):
         old, replica = self.primary_and_replica()

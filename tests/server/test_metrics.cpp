@@ -262,6 +262,17 @@ TEST(metrics, FoldedShardsKeepEveryCount) {
       m.record_response(200, 3);
       m.connection_opened();
       m.connection_closed();
+      m.connection_refused();
+      m.accept_exhausted();
+      m.connection_refused_per_client();
+      m.request_rate_limited();
+      m.proxy_header_error();
+      m.store_error();
+      m.post_replayed();
+      m.tls_handshake_done(false);
+      m.tls_handshake_done(true);
+      for (std::size_t i = 0; i < spoold::tls_failure_reasons; ++i) m.tls_handshake_failed(i);
+      for (std::size_t i = 0; i < spoold::shed_states; ++i) m.connection_shed(i);
       recorded.count_down();
       started.wait();
     });
@@ -283,8 +294,26 @@ TEST(metrics, FoldedShardsKeepEveryCount) {
   ended = true;
   reader.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(m.snapshot().requests, static_cast<std::uint64_t>(threads));
-  EXPECT_EQ(m.count_for(200), static_cast<std::uint64_t>(threads));
+  const spoold::metrics_snapshot s = m.snapshot();
+  const auto n = static_cast<std::uint64_t>(threads);
+  EXPECT_EQ(s.requests, n);
+  EXPECT_EQ(m.count_for(200), n);
+  // Every counter of a folded shard survives the fold.
+  EXPECT_EQ(s.connections_refused, n);
+  EXPECT_EQ(s.accepts_exhausted, n);
+  EXPECT_EQ(s.refused_per_client, n);
+  EXPECT_EQ(s.rate_limited, n);
+  EXPECT_EQ(s.proxy_header_errors, n);
+  EXPECT_EQ(s.store_errors, n);
+  EXPECT_EQ(s.post_replays, n);
+  EXPECT_EQ(s.tls_handshakes, 2 * n);
+  EXPECT_EQ(s.tls_resumed, n);
+  for (std::size_t i = 0; i < spoold::tls_failure_reasons; ++i) {
+    EXPECT_EQ(s.tls_failures[i], n) << spoold::tls_failure_names[i];
+  }
+  for (std::size_t i = 0; i < spoold::shed_states; ++i) {
+    EXPECT_EQ(s.connections_shed[i], n) << spoold::shed_state_names[i];
+  }
 }
 
 TEST(metrics, ThreadsMayOutliveTheObject) {
@@ -362,6 +391,10 @@ TEST(metrics, PrometheusText) {
   m.request_rate_limited();
   m.request_rate_limited();
   m.request_rate_limited();
+  m.connection_shed(2);  // head
+  m.connection_shed(3);  // idle
+  m.connection_shed(3);
+  m.connection_shed(spoold::shed_states);  // no such state: not counted
   std::string text = m.prometheus(sample_pool());
 
   for (const char* expected : {
@@ -376,6 +409,11 @@ TEST(metrics, PrometheusText) {
            "spoold_connections_refused_per_client_total 1\n",
            "spoold_requests_rate_limited_total 3\n",
            "spoold_store_errors_total 0\n",
+           "# TYPE spoold_connections_shed_total counter\n",
+           "spoold_connections_shed_total{state=\"handshake\"} 0\n",
+           "spoold_connections_shed_total{state=\"proxy_header\"} 0\n",
+           "spoold_connections_shed_total{state=\"head\"} 1\n",
+           "spoold_connections_shed_total{state=\"idle\"} 2\n",
            "# TYPE spool_threads_live gauge\n",
            "spool_threads_live 3\n",
            "spool_threads_busy 2\n",

@@ -1,0 +1,990 @@
+#!lua name=spool_queue
+-- The queue's state changes, each one atomic: a Redis Functions library that every producer,
+-- worker and spool-queue command loads (FUNCTION LOAD REPLACE) when it finds another version
+-- loaded. queue/README.md explains the model and why each step is safe; docs/queue.md gives
+-- the keys and fields for producers in other languages.
+--
+-- Every function takes KEYS[1] = the queue's prefix, "spool:{QUEUE}", and ARGV[1] = the queue's
+-- name; the other keys of the queue are that prefix plus a suffix:
+--   :high :normal :low   streams of ready jobs, one per priority, consumer group "workers";
+--                        an entry has one field, job = the job's number
+--   :job:N               hash: the job (fields below)
+--   :delayed             sorted set: job numbers by due time (ms), delayed jobs and retries
+--   :dead                sorted set: job numbers by the time they died
+--   :key:K               string: the number of the job submitted with key K
+--   :seq                 counter: the last job number given
+--   :stats               hash: counters, and the gauge queued (running: the pending lists)
+--   :config              hash: paused, max (length), served:low, served:normal (aging)
+--   :wake                stream: an entry wakes idle workers (resume, requeue, an earlier due)
+-- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
+-- for producer P, "K" .. id .. "\n" .. data with K = D done, X dead, C cancelled).
+--
+-- Job fields: task payload key prio attempts backoff backoff_max limit ttl max_takeovers
+-- state attempt failures takeovers outcomes owner entry level due created started finished
+-- result error reply. The fence of an attempt is (attempt, owner): only the worker that holds
+-- the job's current attempt can record its outcome, renew it or hand it back.
+--
+-- Time is Redis's own (TIME), in ms, so that workers on machines with different clocks agree.
+
+local VERSION = '@VERSION@'
+local GROUP = 'workers'
+local LEVELS = { 'low', 'normal', 'high' } -- index = priority + 1
+local FINAL = { done = true, dead = true, cancelled = true }
+local MAX_BATCH = 10000
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Numbers go to Redis as integers written out in full (never "1.7e+12").
+local function int(n)
+  return string.format('%d', n)
+end
+
+local function bad(what)
+  return redis.error_reply('BADARG spool: ' .. what)
+end
+
+-- ARGV[i] as an integer in [lo, hi], or nil.
+local function arg_int(args, i, lo, hi)
+  local s = args[i]
+  if s == nil or not string.match(s, '^%-?%d+$') then
+    return nil
+  end
+  local n = tonumber(s)
+  if n < lo or n > hi then
+    return nil
+  end
+  return n
+end
+
+local function stream_of(P, level)
+  return P .. ':' .. LEVELS[level + 1]
+end
+
+local function job_key(P, n)
+  return P .. ':job:' .. n
+end
+
+local function stat(P, field, by)
+  redis.call('HINCRBY', P .. ':stats', field, by)
+end
+
+local function wake(P)
+  redis.call('XADD', P .. ':wake', 'MAXLEN', '~', '16', '*', 'w', '1')
+end
+
+-- The number of a stream entry's time part (ms).
+local function entry_ms(id)
+  return tonumber(string.match(id, '^(%d+)%-'))
+end
+
+-- Tells every producer waiting on the job (its reply lists, the job's `reply`) the outcome.
+local function notify(reply, id, kind, data)
+  if not reply or reply == '' then
+    return
+  end
+  for list in string.gmatch(reply, '%S+') do
+    redis.call('RPUSH', list, kind .. id .. '\n' .. data)
+    redis.call('EXPIRE', list, 86400)
+  end
+end
+
+-- A final state: the job's result (or error) is kept for its ttl (0: until deleted), and so is
+-- its key, so that a second submission with the key still finds it.
+local function expire_later(P, jk, ttl, key)
+  if ttl > 0 then
+    redis.call('EXPIRE', jk, ttl)
+    if key and key ~= '' then
+      redis.call('EXPIRE', P .. ':key:' .. key, ttl)
+    end
+  end
+end
+
+-- Moves a ready job into its stream (a new entry) and counts it queued.
+local function enqueue(P, Q, jk, n, level)
+  local entry = redis.call('XADD', stream_of(P, level), '*', 'job', n)
+  redis.call('HSET', jk, 'state', 'queued', 'entry', entry, 'owner', '')
+  stat(P, 'queued', 1)
+  return entry
+end
+
+-- Removes an entry from the stream and from whoever's pending list holds it.
+local function drop_entry(P, level, entry)
+  local s = stream_of(P, level)
+  redis.call('XACK', s, GROUP, entry)
+  redis.call('XDEL', s, entry)
+end
+
+-- A stream entry this library did not write (or one that no longer matches its job) becomes a
+-- dead record of its own, "QUEUE/bad-ENTRY", with the reason and the entry's fields.
+local function bury_malformed(P, Q, level, entry, fields, why, now)
+  local n = 'bad-' .. entry
+  local jk = job_key(P, n)
+  local text = {}
+  for i = 1, #fields, 2 do
+    text[#text + 1] = tostring(fields[i]) .. '=' .. tostring(fields[i + 1] or '')
+  end
+  redis.call('HSET', jk, 'task', '', 'payload', table.concat(text, ' '), 'key', '',
+    'prio', int(level), 'attempts', '0', 'state', 'dead', 'attempt', '0', 'failures', '0',
+    'takeovers', '0', 'outcomes', '1', 'error', 'malformed stream entry ' .. entry .. ' in ' ..
+    LEVELS[level + 1] .. ': ' .. why, 'created', int(now), 'finished', int(now), 'ttl', '0')
+  redis.call('ZADD', P .. ':dead', now, n)
+  stat(P, 'malformed', 1)
+  stat(P, 'dead', 1)
+  drop_entry(P, level, entry)
+end
+
+-- A job that can no longer run: dead, kept (no expiry) and listed, its producers told.
+local function bury(P, Q, jk, n, why, now)
+  local j = redis.call('HMGET', jk, 'reply', 'outcomes')
+  redis.call('HSET', jk, 'state', 'dead', 'error', why, 'finished', int(now), 'entry', '',
+    'owner', '', 'outcomes', int((tonumber(j[2]) or 0) + 1))
+  redis.call('ZADD', P .. ':dead', now, n)
+  stat(P, 'dead', 1)
+  notify(j[1], Q .. '/' .. n, 'X', why)
+end
+
+-- The delay before retry number `failures` (1 for the first retry): backoff doubling with each
+-- failure, at most backoff_max, times a factor in [0.5, 1) drawn by the worker (jitter).
+local function retry_delay(backoff, backoff_max, failures, jitter)
+  local d = backoff
+  for _ = 2, failures do
+    d = d * 2
+    if d >= backoff_max then
+      break
+    end
+  end
+  if d > backoff_max then
+    d = backoff_max
+  end
+  return math.floor(d * (0.5 + jitter / 2))
+end
+
+-- Delayed jobs (and retries) whose time has come go to their streams.
+local function promote_due(P, Q, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', P .. ':delayed', '-inf', now, 'LIMIT', 0, limit)
+  for _, n in ipairs(due) do
+    redis.call('ZREM', P .. ':delayed', n)
+    local jk = job_key(P, n)
+    local j = redis.call('HMGET', jk, 'state', 'prio')
+    if j[1] == 'delayed' then
+      enqueue(P, Q, jk, n, tonumber(j[2]) or 1)
+    end
+  end
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_submit: KEYS[1] P; ARGV Q, reply list ('' none), count, then per job 11 fields:
+--   task payload key prio delay_ms attempts backoff_ms backoff_max_ms limit_ms ttl_s takeovers
+-- Returns per job {id, status, state, data}: status 'new', 'existing' (the job of that key:
+-- its state, and its result or error once final) or 'full' (refused: the queue is at its
+-- maximum length; id '').
+-- ---------------------------------------------------------------------------------------------
+local FIELDS = 11
+
+local function submit(keys, args)
+  local P, Q, reply = keys[1], args[1], args[2]
+  local count = arg_int(args, 3, 0, MAX_BATCH)
+  if not P or not Q or not reply or not count or #args ~= 3 + count * FIELDS then
+    return bad('spool_submit needs QUEUE REPLY COUNT and 11 fields per job')
+  end
+  local now = now_ms()
+  local max = tonumber(redis.call('HGET', P .. ':config', 'max') or '0') or 0
+  local pending = nil
+  local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+  local earliest = head[2] and tonumber(head[2]) or nil
+  local out = {}
+  for i = 0, count - 1 do
+    local b = 4 + i * FIELDS
+    local task, payload, key = args[b], args[b + 1], args[b + 2]
+    local prio = arg_int(args, b + 3, 0, 2)
+    local delay = arg_int(args, b + 4, 0, 2 ^ 50)
+    local attempts = arg_int(args, b + 5, 1, 1000)
+    local backoff = arg_int(args, b + 6, 0, 2 ^ 50)
+    local backoff_max = arg_int(args, b + 7, 0, 2 ^ 50)
+    local limit = arg_int(args, b + 8, 0, 2 ^ 50)
+    local ttl = arg_int(args, b + 9, 0, 2 ^ 40)
+    local takeovers = arg_int(args, b + 10, 0, 1000)
+    if task == '' or not prio or not delay or not attempts or not backoff or not backoff_max
+        or not limit or not ttl or not takeovers then
+      return bad('job ' .. (i + 1) .. ': a field is missing or out of range')
+    end
+    local existing = nil
+    if key ~= '' then
+      existing = redis.call('GET', P .. ':key:' .. key)
+      if existing and redis.call('EXISTS', job_key(P, existing)) == 0 then
+        existing = nil -- its job expired: the key is free again
+      end
+    end
+    if existing then
+      local jk = job_key(P, existing)
+      local j = redis.call('HMGET', jk, 'state', 'result', 'error', 'reply')
+      local data = ''
+      if j[1] == 'done' then
+        data = j[2] or ''
+      elseif j[1] == 'dead' or j[1] == 'cancelled' then
+        data = j[3] or ''
+      elseif reply ~= '' then
+        local watchers = j[4] or ''
+        if not string.find(' ' .. watchers .. ' ', ' ' .. reply .. ' ', 1, true) then
+          redis.call('HSET', jk, 'reply', (watchers == '' and reply) or (watchers .. ' ' .. reply))
+        end
+      end
+      out[#out + 1] = { Q .. '/' .. existing, 'existing', j[1], data }
+    else
+      if max > 0 and pending == nil then
+        pending = (tonumber(redis.call('HGET', P .. ':stats', 'queued') or '0') or 0) +
+            redis.call('ZCARD', P .. ':delayed')
+      end
+      if max > 0 and pending >= max then
+        out[#out + 1] = { '', 'full', '', '' }
+      else
+        local n = int(redis.call('INCR', P .. ':seq'))
+        local jk = job_key(P, n)
+        local state, entry, due = 'queued', '', ''
+        if delay > 0 then
+          state = 'delayed'
+          due = int(now + delay)
+          redis.call('ZADD', P .. ':delayed', due, n)
+          if earliest == nil or now + delay < earliest then
+            earliest = now + delay
+            wake(P) -- idle workers sleep until the earliest due time they know of
+          end
+        else
+          entry = redis.call('XADD', stream_of(P, prio), '*', 'job', n)
+          stat(P, 'queued', 1)
+        end
+        redis.call('HSET', jk, 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
+          'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
+          'limit', int(limit), 'ttl', int(ttl), 'max_takeovers', int(takeovers), 'attempt', '0',
+          'failures', '0', 'takeovers', '0', 'outcomes', '0', 'created', int(now), 'reply', reply,
+          'owner', '', 'entry', entry, 'level', int(prio), 'state', state, 'due', due)
+        if key ~= '' then
+          redis.call('SET', P .. ':key:' .. key, n)
+        end
+        if pending then
+          pending = pending + 1
+        end
+        out[#out + 1] = { Q .. '/' .. n, 'new', state, '' }
+      end
+    end
+  end
+  if count > 0 then
+    redis.call('SADD', 'spool:queues', Q)
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_claim: KEYS[1] P; ARGV Q, consumer, room, lease_ms, takeovers (1: look for expired
+-- leases too), aging_ms. Starts up to `room` jobs for the consumer: each gets the next attempt
+-- number and the consumer as its owner, in the same step that delivers it (so there is never a
+-- delivered job that no attempt holds). Returns {jobs, next_due, paused, last_ids}: jobs as
+-- {id, attempt, task, payload, key, limit_ms, entry, level, taken_over (1 if from an expired
+-- lease)}; next_due = ms until the earliest delayed job (-1: none); last_ids = the newest
+-- entry of each stream and of :wake ('0-0' if empty), returned only when fewer than `room`
+-- jobs were found and every stream was read to its end (the caller then waits with XREAD BLOCK
+-- for an entry newer than those; with none returned it claims again at once).
+-- ---------------------------------------------------------------------------------------------
+
+-- XREADGROUP or XAUTOCLAIM on a stream, creating the stream and its group on first use.
+local function group_call(s, ...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'NOGROUP', 1, true) then
+      return redis.error_reply(r.err)
+    end
+    redis.pcall('XGROUP', 'CREATE', s, GROUP, '0', 'MKSTREAM')
+    r = redis.call(...)
+  end
+  return r
+end
+
+-- Starts the job of one delivered entry, or deals with an entry that cannot run (a leftover
+-- of a finished or cancelled job, a malformed one, a job out of takeovers). Returns the job's
+-- description, or nil.
+local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
+  local n = nil
+  for i = 1, #fields, 2 do
+    if fields[i] == 'job' then
+      n = fields[i + 1]
+    end
+  end
+  if not n or n == '' or string.find(n, '[^%w%-]') then
+    bury_malformed(P, Q, level, entry, fields, 'no job field', now)
+    return nil
+  end
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'entry', 'attempt', 'task', 'payload', 'key',
+    'limit', 'takeovers', 'max_takeovers', 'owner')
+  local state = j[1]
+  if not state then
+    bury_malformed(P, Q, level, entry, fields, 'job ' .. Q .. '/' .. n .. ' does not exist', now)
+    return nil
+  end
+  if j[2] ~= entry then
+    if FINAL[state] then
+      drop_entry(P, level, entry) -- a leftover of a job that ended while this entry waited
+    else
+      bury_malformed(P, Q, level, entry, fields,
+        'job ' .. Q .. '/' .. n .. ' is in another entry (' .. tostring(j[2]) .. ')', now)
+    end
+    return nil
+  end
+  if state == 'queued' then
+    stat(P, 'queued', -1)
+  elseif state == 'running' and via_takeover then
+    local takeovers = (tonumber(j[8]) or 0) + 1
+    redis.call('HSET', jk, 'takeovers', int(takeovers))
+    stat(P, 'takeovers', 1)
+    if takeovers > (tonumber(j[9]) or 0) then
+      drop_entry(P, level, entry)
+      bury(P, Q, jk, n, 'lost its lease ' .. takeovers .. ' times (the last holder was ' ..
+        tostring(j[10]) .. ')', now)
+      return nil
+    end
+  else
+    drop_entry(P, level, entry)
+    return nil
+  end
+  local attempt = (tonumber(j[3]) or 0) + 1
+  redis.call('HSET', jk, 'state', 'running', 'attempt', int(attempt), 'owner', consumer,
+    'started', int(now))
+  return { Q .. '/' .. n, attempt, j[4] or '', j[5] or '', j[6] or '', tonumber(j[7]) or 0,
+    entry, level, via_takeover and 1 or 0 }
+end
+
+local function claim(keys, args)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local room = arg_int(args, 3, 0, MAX_BATCH)
+  local lease = arg_int(args, 4, 1, 2 ^ 40)
+  local takeovers = arg_int(args, 5, 0, 1)
+  local aging = arg_int(args, 6, 0, 2 ^ 40)
+  if not P or not Q or not consumer or consumer == '' or not room or not lease or not takeovers
+      or not aging then
+    return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS')
+  end
+  local now = now_ms()
+  promote_due(P, Q, now, 1000)
+  local paused = redis.call('HGET', P .. ':config', 'paused') == '1'
+  local jobs = {}
+  local drained = true
+  local function take(level, entries, via_takeover)
+    for _, e in ipairs(entries) do
+      local job = start(P, Q, consumer, level, e[1], e[2] or {}, via_takeover, now)
+      if job then
+        jobs[#jobs + 1] = job
+      end
+    end
+  end
+  if not paused and room > 0 then
+    if takeovers == 1 then
+      -- Each XAUTOCLAIM looks at 10 pending entries per job asked for: go on from its cursor
+      -- until the pending list has been seen whole or the room is full.
+      for level = 2, 0, -1 do
+        local s = stream_of(P, level)
+        local cursor = '0-0'
+        repeat
+          local left = room - #jobs
+          if left <= 0 then
+            break
+          end
+          local r = group_call(s, 'XAUTOCLAIM', s, GROUP, consumer, lease, cursor, 'COUNT', left)
+          if r.err then
+            return r
+          end
+          take(level, r[2], true)
+          cursor = r[1]
+        until cursor == '0-0'
+      end
+      -- Consumers that hold nothing and have not been heard of for a while (workers that
+      -- died; a live one claims every check interval) leave the group. Harmless if wrong: a
+      -- consumer with nothing pending comes back with its next claim.
+      local forget = math.max(60000, 5 * lease)
+      for level = 0, 2 do
+        local s = stream_of(P, level)
+        local consumers = redis.pcall('XINFO', 'CONSUMERS', s, GROUP)
+        if type(consumers) == 'table' and not consumers.err then
+          for _, c in ipairs(consumers) do
+            local ci = {}
+            for i = 1, #c, 2 do
+              ci[c[i]] = c[i + 1]
+            end
+            if ci['pending'] == 0 and ci['idle'] > forget and ci['name'] ~= consumer then
+              redis.call('XGROUP', 'DELCONSUMER', s, GROUP, ci['name'])
+            end
+          end
+        end
+      end
+    end
+    -- Aging (0: strict levels): a level below high that has waited `aging` since it was last
+    -- served (or last seen empty) gets one job first, so that a steady flow of higher work
+    -- starves nothing.
+    for level = 0, 1 do
+      if aging > 0 and room - #jobs > 0 then
+        local field = 'served:' .. LEVELS[level + 1]
+        local served = tonumber(redis.call('HGET', P .. ':config', field) or '0') or 0
+        if now - served >= aging then
+          local s = stream_of(P, level)
+          local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 1, 'STREAMS',
+            s, '>')
+          if type(r) == 'table' and r.err then
+            return r
+          end
+          if r then
+            take(level, r[1][2], false)
+          end
+          redis.call('HSET', P .. ':config', field, int(now))
+        end
+      end
+    end
+    -- Each level in turn until the room is full. A level is read until it has no more new
+    -- entries (entries that start no job, leftovers and malformed ones, do not fill the room),
+    -- so that fewer jobs than room means every stream is drained.
+    -- At most `budget` entries are read in one call, so that a long run of leftovers does not
+    -- hold Redis up; the caller claims again at once when it ran out (drained = false).
+    local budget = 1000
+    for level = 2, 0, -1 do
+      local s = stream_of(P, level)
+      while room - #jobs > 0 do
+        if budget <= 0 then
+          drained = false
+          break
+        end
+        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', room - #jobs,
+          'STREAMS', s, '>')
+        if type(r) == 'table' and r.err then
+          return r
+        end
+        if not r then
+          break
+        end
+        budget = budget - #r[1][2]
+        take(level, r[1][2], false)
+        if level < 2 then
+          redis.call('HSET', P .. ':config', 'served:' .. LEVELS[level + 1], int(now))
+        end
+      end
+    end
+  end
+  local next_due = -1
+  local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+  if head[2] then
+    next_due = math.max(0, tonumber(head[2]) - now)
+  end
+  local last = {}
+  if (#jobs < room or paused) and drained then
+    for _, s in ipairs({ stream_of(P, 2), stream_of(P, 1), stream_of(P, 0), P .. ':wake' }) do
+      local r = redis.call('XREVRANGE', s, '+', '-', 'COUNT', 1)
+      last[#last + 1] = (r[1] and r[1][1]) or '0-0'
+    end
+  end
+  return { jobs, next_due, paused and 1 or 0, last }
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_renew: KEYS[1] P; ARGV Q, consumer, count, then per job: number attempt entry level.
+-- Renews the lease of each attempt the consumer still holds (the idle time of its pending
+-- entry goes back to 0). Returns per job 1 (held), 0 (lost: another attempt or a final state)
+-- or 2 (cancelled).
+-- ---------------------------------------------------------------------------------------------
+local function renew(keys, args)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local count = arg_int(args, 3, 0, MAX_BATCH)
+  if not P or not consumer or not count or #args ~= 3 + count * 4 then
+    return bad('spool_renew needs QUEUE CONSUMER COUNT and 4 fields per job')
+  end
+  local out = {}
+  for i = 0, count - 1 do
+    local b = 4 + i * 4
+    local n, attempt, entry, level = args[b], args[b + 1], args[b + 2], arg_int(args, b + 3, 0, 2)
+    local j = redis.call('HMGET', job_key(P, n), 'state', 'attempt', 'owner')
+    local code = 0
+    if j[1] == 'running' and j[2] == attempt and j[3] == consumer and level then
+      local r = redis.call('XCLAIM', stream_of(P, level), GROUP, consumer, 0, entry, 'JUSTID')
+      if #r == 1 then
+        code = 1
+      end
+    elseif j[1] == 'cancelled' then
+      code = 2
+    end
+    out[#out + 1] = code
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_finish: KEYS[1] P; ARGV Q, consumer, count, then per job: number attempt outcome data
+-- jitter, outcome 'ok' (data = the result) or 'error' (data = the error), jitter in [0, 1) as
+-- a decimal. Records the outcome of an attempt, only if the consumer holds that attempt now
+-- (the fence). Returns per job: 'done', 'retry' (failed; runs again after its backoff), 'dead'
+-- (failed with no attempts left), 'stale' (the attempt is no longer held: nothing recorded),
+-- 'cancelled' (the job was cancelled meanwhile: nothing recorded) or 'dup' (this very outcome
+-- was recorded already: a repeated call after a lost reply).
+-- ---------------------------------------------------------------------------------------------
+local function finish(keys, args)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local count = arg_int(args, 3, 0, MAX_BATCH)
+  if not P or not consumer or not count or #args ~= 3 + count * 5 then
+    return bad('spool_finish needs QUEUE CONSUMER COUNT and 5 fields per job')
+  end
+  local now = now_ms()
+  local out = {}
+  for i = 0, count - 1 do
+    local b = 4 + i * 5
+    local n, attempt, outcome, data = args[b], args[b + 1], args[b + 2], args[b + 3]
+    local jitter = tonumber(args[b + 4]) or 0
+    local jk = job_key(P, n)
+    local j = redis.call('HMGET', jk, 'state', 'attempt', 'owner', 'entry', 'level', 'failures',
+      'attempts', 'backoff', 'backoff_max', 'ttl', 'key', 'outcome_attempt', 'outcome_owner',
+      'reply', 'outcomes')
+    local code
+    if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
+      local level = tonumber(j[5]) or 1
+      drop_entry(P, level, j[4])
+      local ttl = tonumber(j[10]) or 0
+      if outcome == 'ok' then
+        redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
+          'outcome_attempt', attempt, 'outcome_owner', consumer,
+          'outcomes', int((tonumber(j[15]) or 0) + 1))
+        stat(P, 'done', 1)
+        notify(j[14], Q .. '/' .. n, 'D', data)
+        expire_later(P, jk, ttl, j[11])
+        code = 'done'
+      else
+        local failures = (tonumber(j[6]) or 0) + 1
+        stat(P, 'failed', 1)
+        redis.call('HSET', jk, 'failures', int(failures), 'error', data)
+        if failures < (tonumber(j[7]) or 1) then
+          local due = now + retry_delay(tonumber(j[8]) or 0, tonumber(j[9]) or 0, failures, jitter)
+          redis.call('HSET', jk, 'state', 'delayed', 'due', int(due), 'entry', '', 'owner', '')
+          redis.call('ZADD', P .. ':delayed', due, n)
+          local head = redis.call('ZRANGE', P .. ':delayed', 0, 0)
+          if head[1] == n then
+            wake(P)
+          end
+          stat(P, 'retried', 1)
+          code = 'retry'
+        else
+          redis.call('HSET', jk, 'outcome_attempt', attempt, 'outcome_owner', consumer)
+          bury(P, Q, jk, n, data, now)
+          code = 'dead'
+        end
+      end
+    elseif (j[1] == 'done' or j[1] == 'dead') and j[12] == attempt and j[13] == consumer then
+      code = 'dup'
+    elseif j[1] == 'cancelled' then
+      code = 'cancelled'
+    else
+      code = 'stale'
+    end
+    out[#out + 1] = code
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_release: KEYS[1] P; ARGV Q, consumer, count, then per job: number attempt. Hands back
+-- attempts the consumer holds (a worker stopping): each job is ready again at once, in a new
+-- entry at the end of its stream, without counting a failure. Returns per job 1 or 0 (not
+-- held: nothing done).
+-- ---------------------------------------------------------------------------------------------
+local function release_one(P, Q, consumer, n, attempt)
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'attempt', 'owner', 'entry', 'level')
+  if j[1] ~= 'running' or (attempt and j[2] ~= attempt) or j[3] ~= consumer then
+    return 0
+  end
+  local level = tonumber(j[5]) or 1
+  drop_entry(P, level, j[4])
+  stat(P, 'handed_back', 1)
+  enqueue(P, Q, jk, n, level)
+  return 1
+end
+
+local function release(keys, args)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local count = arg_int(args, 3, 0, MAX_BATCH)
+  if not P or not consumer or not count or #args ~= 3 + count * 2 then
+    return bad('spool_release needs QUEUE CONSUMER COUNT and 2 fields per job')
+  end
+  local out = {}
+  for i = 0, count - 1 do
+    out[#out + 1] = release_one(P, Q, consumer, args[4 + i * 2], args[5 + i * 2])
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_reconcile: KEYS[1] P; ARGV Q, consumer, leaving (1: the consumer is going away), then
+-- the numbers of the jobs the consumer knows it holds. Hands back every other job that Redis
+-- says the consumer holds (a claim whose reply was lost), drops pending entries that no job
+-- refers to, and, when leaving with nothing left pending, deletes the consumer from the group.
+-- Returns the number of jobs handed back.
+-- ---------------------------------------------------------------------------------------------
+local function reconcile(keys, args)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local leaving = arg_int(args, 3, 0, 1)
+  if not P or not consumer or not leaving then
+    return bad('spool_reconcile needs QUEUE CONSUMER LEAVING [JOB...]')
+  end
+  local known = {}
+  for i = 4, #args do
+    known[args[i]] = true
+  end
+  local released = 0
+  local left = 0
+  for level = 0, 2 do
+    local s = stream_of(P, level)
+    local pending = redis.pcall('XPENDING', s, GROUP, '-', '+', 1000, consumer)
+    if type(pending) == 'table' and not pending.err then
+      for _, p in ipairs(pending) do
+        local entry = p[1]
+        local e = redis.call('XRANGE', s, entry, entry)
+        local n = nil
+        if e[1] then
+          for i = 1, #e[1][2], 2 do
+            if e[1][2][i] == 'job' then
+              n = e[1][2][i + 1]
+            end
+          end
+        end
+        if n and known[n] then
+          left = left + 1
+        elseif n and redis.call('HGET', job_key(P, n), 'entry') == entry then
+          released = released + release_one(P, Q, consumer, n, nil)
+        else
+          redis.call('XACK', s, GROUP, entry)
+        end
+      end
+    end
+  end
+  if leaving == 1 and left == 0 then
+    for level = 0, 2 do
+      redis.pcall('XGROUP', 'DELCONSUMER', stream_of(P, level), GROUP, consumer)
+    end
+  end
+  return released
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_cancel: KEYS[1] P; ARGV Q, number. A queued or delayed job never starts; a running one
+-- is no longer held by its attempt (its worker hears it at its next renewal and fires the
+-- handler's token) and is not retried. Records the outcome 'cancelled'. Returns the state the
+-- job was in; errors NOJOB, WRONGSTATE (already final).
+-- ---------------------------------------------------------------------------------------------
+local function cancel(keys, args)
+  local P, Q, n = keys[1], args[1], args[2]
+  if not P or not Q or not n then
+    return bad('spool_cancel needs QUEUE NUMBER')
+  end
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key', 'reply', 'outcomes')
+  local state = j[1]
+  if not state then
+    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+  end
+  if FINAL[state] then
+    return redis.error_reply('WRONGSTATE job ' .. Q .. '/' .. n .. ' is ' .. state .. ' already')
+  end
+  local now = now_ms()
+  local level = tonumber(j[3]) or 1
+  if state == 'queued' then
+    drop_entry(P, level, j[2])
+    stat(P, 'queued', -1)
+  elseif state == 'delayed' then
+    redis.call('ZREM', P .. ':delayed', n)
+  elseif state == 'running' then
+    drop_entry(P, level, j[2])
+  end
+  redis.call('HSET', jk, 'state', 'cancelled', 'finished', int(now), 'entry', '',
+    'outcomes', int((tonumber(j[7]) or 0) + 1))
+  stat(P, 'cancelled', 1)
+  notify(j[6], Q .. '/' .. n, 'C', 'cancelled')
+  expire_later(P, jk, tonumber(j[4]) or 0, j[5])
+  return state
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_requeue / spool_delete: KEYS[1] P; ARGV Q, number. A dead job runs again (its failures
+-- and takeovers start from 0; its attempt numbers go on), or is deleted. Errors NOJOB,
+-- WRONGSTATE (the job is not dead).
+-- ---------------------------------------------------------------------------------------------
+local function dead_job(P, Q, n)
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'prio', 'key')
+  if not j[1] then
+    return nil, redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+  end
+  if j[1] ~= 'dead' then
+    return nil, redis.error_reply('WRONGSTATE job ' .. Q .. '/' .. n .. ' is ' .. j[1] ..
+      ', not dead')
+  end
+  return j, nil
+end
+
+local function requeue(keys, args)
+  local P, Q, n = keys[1], args[1], args[2]
+  if not P or not Q or not n then
+    return bad('spool_requeue needs QUEUE NUMBER')
+  end
+  local j, err = dead_job(P, Q, n)
+  if not j then
+    return err
+  end
+  if string.sub(n, 1, 4) == 'bad-' then
+    return redis.error_reply('WRONGSTATE ' .. Q .. '/' .. n .. ' is a malformed entry: it has ' ..
+      'no job to run (delete it)')
+  end
+  local jk = job_key(P, n)
+  redis.call('ZREM', P .. ':dead', n)
+  redis.call('HSET', jk, 'failures', '0', 'takeovers', '0', 'error', '', 'finished', '')
+  enqueue(P, Q, jk, n, tonumber(j[2]) or 1)
+  stat(P, 'requeued', 1)
+  wake(P)
+  return 'queued'
+end
+
+local function delete(keys, args)
+  local P, Q, n = keys[1], args[1], args[2]
+  if not P or not Q or not n then
+    return bad('spool_delete needs QUEUE NUMBER')
+  end
+  local j, err = dead_job(P, Q, n)
+  if not j then
+    return err
+  end
+  redis.call('ZREM', P .. ':dead', n)
+  if j[3] and j[3] ~= '' and redis.call('GET', P .. ':key:' .. j[3]) == n then
+    redis.call('DEL', P .. ':key:' .. j[3])
+  end
+  redis.call('DEL', job_key(P, n))
+  return 'deleted'
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_watch: KEYS[1] P; ARGV Q, number, reply list. Adds a producer's reply list to the job's
+-- watchers, unless it is final. Returns {state, data}; error NOJOB.
+-- ---------------------------------------------------------------------------------------------
+local function watch(keys, args)
+  local P, Q, n, reply = keys[1], args[1], args[2], args[3]
+  if not P or not Q or not n or not reply or reply == '' then
+    return bad('spool_watch needs QUEUE NUMBER REPLY')
+  end
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'result', 'error', 'reply')
+  if not j[1] then
+    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+  end
+  if j[1] == 'done' then
+    return { j[1], j[2] or '' }
+  end
+  if FINAL[j[1]] then
+    return { j[1], j[3] or '' }
+  end
+  local watchers = j[4] or ''
+  if not string.find(' ' .. watchers .. ' ', ' ' .. reply .. ' ', 1, true) then
+    redis.call('HSET', jk, 'reply', (watchers == '' and reply) or (watchers .. ' ' .. reply))
+  end
+  return { j[1], '' }
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_peek (read-only): KEYS[1] P; ARGV Q, numbers... Returns per job {state, data} ('' for
+-- a job that does not exist), data being the result or error once final.
+-- ---------------------------------------------------------------------------------------------
+local function peek(keys, args)
+  local P = keys[1]
+  local out = {}
+  for i = 2, #args do
+    local j = redis.call('HMGET', job_key(P, args[i]), 'state', 'result', 'error')
+    local state = j[1] or ''
+    local data = ''
+    if state == 'done' then
+      data = j[2] or ''
+    elseif FINAL[state] then
+      data = j[3] or ''
+    end
+    out[#out + 1] = { state, data }
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_status (read-only): KEYS[1] P; ARGV Q, number. The job's fields as a flat list of
+-- names and values; error NOJOB.
+-- ---------------------------------------------------------------------------------------------
+local function status(keys, args)
+  local P, Q, n = keys[1], args[1], args[2]
+  if not P or not Q or not n then
+    return bad('spool_status needs QUEUE NUMBER')
+  end
+  local h = redis.call('HGETALL', job_key(P, n))
+  if #h == 0 then
+    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+  end
+  return h
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_stats (read-only): KEYS[1] P; ARGV Q. A flat list of names and values: the counters
+-- and gauges of :stats, delayed, dead, paused, max, lag_ms (how long the oldest ready job has
+-- waited, 0 if none), then 'workers' and for each consumer of the group its name, pending
+-- count and idle ms.
+-- ---------------------------------------------------------------------------------------------
+local function stats(keys, args)
+  local P = keys[1]
+  if not P then
+    return bad('spool_stats needs QUEUE')
+  end
+  local now = now_ms()
+  local out = redis.call('HGETALL', P .. ':stats')
+  local cfg = redis.call('HMGET', P .. ':config', 'paused', 'max')
+  local lag = 0
+  local running = 0 -- a running job's entry is pending, and a pending entry is a running job
+  local workers = {}
+  for level = 0, 2 do
+    local s = stream_of(P, level)
+    local groups = redis.pcall('XINFO', 'GROUPS', s)
+    if type(groups) ~= 'table' or groups.err or #groups == 0 then
+      -- No group yet (no worker has looked): every entry waits.
+      local first = redis.call('XRANGE', s, '-', '+', 'COUNT', 1)
+      if first[1] then
+        lag = math.max(lag, now - entry_ms(first[1][1]))
+      end
+    else
+      for _, g in ipairs(groups) do
+        local info = {}
+        for i = 1, #g, 2 do
+          info[g[i]] = g[i + 1]
+        end
+        if info['name'] == GROUP then
+          running = running + info['pending']
+          local next_entry = redis.call('XRANGE', s, '(' .. info['last-delivered-id'], '+',
+            'COUNT', 1)
+          if next_entry[1] then
+            lag = math.max(lag, now - entry_ms(next_entry[1][1]))
+          end
+          local consumers = redis.call('XINFO', 'CONSUMERS', s, GROUP)
+          for _, c in ipairs(consumers) do
+            local ci = {}
+            for i = 1, #c, 2 do
+              ci[c[i]] = c[i + 1]
+            end
+            local w = workers[ci['name']]
+            if not w then
+              w = { 0, ci['idle'] }
+              workers[ci['name']] = w
+            end
+            w[1] = w[1] + ci['pending']
+            w[2] = math.min(w[2], ci['idle'])
+          end
+        end
+      end
+    end
+  end
+  out[#out + 1] = 'submitted'
+  out[#out + 1] = tonumber(redis.call('GET', P .. ':seq') or '0')
+  out[#out + 1] = 'running'
+  out[#out + 1] = running
+  out[#out + 1] = 'delayed'
+  out[#out + 1] = redis.call('ZCARD', P .. ':delayed')
+  out[#out + 1] = 'dead_now'
+  out[#out + 1] = redis.call('ZCARD', P .. ':dead')
+  out[#out + 1] = 'paused'
+  out[#out + 1] = (cfg[1] == '1') and 1 or 0
+  out[#out + 1] = 'max'
+  out[#out + 1] = tonumber(cfg[2] or '0') or 0
+  out[#out + 1] = 'lag_ms'
+  out[#out + 1] = lag
+  local list = {}
+  for name, w in pairs(workers) do
+    list[#list + 1] = { name, w[1], w[2] }
+  end
+  table.sort(list, function(a, b) return a[1] < b[1] end)
+  out[#out + 1] = 'workers'
+  out[#out + 1] = list
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_dead (read-only): KEYS[1] P; ARGV Q, limit. The oldest dead jobs first: {id, died ms,
+-- task, attempts run, error}.
+-- ---------------------------------------------------------------------------------------------
+local function dead(keys, args)
+  local P, Q = keys[1], args[1]
+  local limit = arg_int(args, 2, 1, 100000)
+  if not P or not Q or not limit then
+    return bad('spool_dead needs QUEUE LIMIT')
+  end
+  local ids = redis.call('ZRANGE', P .. ':dead', 0, limit - 1, 'WITHSCORES')
+  local out = {}
+  for i = 1, #ids, 2 do
+    local j = redis.call('HMGET', job_key(P, ids[i]), 'task', 'attempt', 'error')
+    out[#out + 1] = { Q .. '/' .. ids[i], tonumber(ids[i + 1]), j[1] or '', tonumber(j[2]) or 0,
+      j[3] or '' }
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- spool_control: KEYS[1] P; ARGV Q, what ('pause', 'resume', 'max'), value (for max: the
+-- maximum length, 0 for none).
+-- ---------------------------------------------------------------------------------------------
+local function control(keys, args)
+  local P, Q, what = keys[1], args[1], args[2]
+  if not P or not Q then
+    return bad('spool_control needs QUEUE WHAT [VALUE]')
+  end
+  if what == 'pause' then
+    redis.call('HSET', P .. ':config', 'paused', '1')
+  elseif what == 'resume' then
+    redis.call('HDEL', P .. ':config', 'paused')
+    wake(P)
+  elseif what == 'max' then
+    local max = arg_int(args, 3, 0, 2 ^ 50)
+    if not max then
+      return bad('the maximum length must be a number >= 0')
+    end
+    redis.call('HSET', P .. ':config', 'max', int(max))
+    wake(P)
+  else
+    return bad('spool_control: unknown operation ' .. tostring(what))
+  end
+  redis.call('SADD', 'spool:queues', Q)
+  return 'ok'
+end
+
+local function queues()
+  local q = redis.call('SMEMBERS', 'spool:queues')
+  table.sort(q)
+  return q
+end
+
+local function version()
+  return VERSION
+end
+
+redis.register_function('spool_submit', submit)
+redis.register_function('spool_claim', claim)
+redis.register_function('spool_renew', renew)
+redis.register_function('spool_finish', finish)
+redis.register_function('spool_release', release)
+redis.register_function('spool_reconcile', reconcile)
+redis.register_function('spool_cancel', cancel)
+redis.register_function('spool_requeue', requeue)
+redis.register_function('spool_delete', delete)
+redis.register_function('spool_watch', watch)
+redis.register_function('spool_control', control)
+redis.register_function { function_name = 'spool_peek', callback = peek, flags = { 'no-writes' } }
+redis.register_function { function_name = 'spool_status', callback = status,
+  flags = { 'no-writes' } }
+redis.register_function { function_name = 'spool_stats', callback = stats,
+  flags = { 'no-writes' } }
+redis.register_function { function_name = 'spool_dead', callback = dead, flags = { 'no-writes' } }
+redis.register_function { function_name = 'spool_queues', callback = queues,
+  flags = { 'no-writes' } }
+redis.register_function { function_name = 'spool_version', callback = version,
+  flags = { 'no-writes' } }

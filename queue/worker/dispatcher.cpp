@@ -1,0 +1,307 @@
+#include "dispatcher.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "../replies.hpp"
+
+namespace spool::queue::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+const char* const stream_suffixes[] = {":high", ":normal", ":low", ":wake"};
+
+}  // namespace
+
+dispatcher::dispatcher(worker_core& core, reporter& report, spool::pool& pool)
+    : core_(core), report_(report), pool_(pool), link_(core.target, core.options.connection) {}
+
+dispatcher::~dispatcher() { join(); }
+
+void dispatcher::start(std::function<void()> on_stopped) {
+  on_stopped_ = std::move(on_stopped);
+  thread_ = std::thread([this] { run(); });
+}
+
+void dispatcher::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void dispatcher::run() {
+  claim_loop();
+  drain();
+  if (on_stopped_) on_stopped_();
+}
+
+dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
+  command c = fcall("spool_claim", core_.options.queue);
+  c.add(core_.name).add(room).add(core_.lease_text).add(takeovers ? "1" : "0");
+  c.add(core_.aging_text);
+  const reply_handle r = link_.call(c, effect::writes);
+  const redisReply& a = array_of(*r, 4, "spool_claim");
+  claim_answer out;
+  const redisReply& jobs = array_of(*a.element[0], 0, "spool_claim");
+  for (std::size_t i = 0; i < jobs.elements; ++i) {
+    const redisReply& j = array_of(*jobs.element[i], 9, "spool_claim");
+    auto job = std::make_shared<held_job>();
+    job->id = text_of(*j.element[0], "spool_claim");
+    job->number = job->id.substr(job->id.rfind('/') + 1);
+    job->attempt = static_cast<std::uint64_t>(integer_of(*j.element[1], "spool_claim"));
+    job->task = text_of(*j.element[2], "spool_claim");
+    job->payload = text_of(*j.element[3], "spool_claim");
+    job->key = text_of(*j.element[4], "spool_claim");
+    job->limit = std::chrono::milliseconds(integer_of(*j.element[5], "spool_claim"));
+    job->entry = text_of(*j.element[6], "spool_claim");
+    job->level = static_cast<int>(integer_of(*j.element[7], "spool_claim"));
+    if (integer_of(*j.element[8], "spool_claim") == 1) {
+      worker_metrics::add(core_.metrics.takeovers);
+    }
+    out.jobs.push_back(std::move(job));
+  }
+  out.next_due_ms = integer_of(*a.element[1], "spool_claim");
+  out.paused = integer_of(*a.element[2], "spool_claim") == 1;
+  const redisReply& last = array_of(*a.element[3], 0, "spool_claim");
+  for (std::size_t i = 0; i < last.elements; ++i) {
+    out.last_ids.push_back(text_of(*last.element[i], "spool_claim"));
+  }
+  return out;
+}
+
+namespace {
+
+// Owned by a handler's pool task: frees the job's slot when the task is destroyed, after it
+// ran or when the pool dropped it unrun.
+class slot_guard {
+ public:
+  explicit slot_guard(worker_core& core) noexcept : core_(&core) {}
+  slot_guard(slot_guard&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
+  slot_guard& operator=(slot_guard&&) = delete;
+  ~slot_guard() {
+    if (core_ != nullptr) core_->slot_freed();
+  }
+
+ private:
+  worker_core* core_;
+};
+
+}  // namespace
+
+void dispatcher::run_handler(const std::shared_ptr<held_job>& job) {
+  if (!job->move(phase::waiting, phase::running)) return;  // handed back or lost meanwhile
+  const steady::time_point start = steady::now();
+  job->started.store(start.time_since_epoch().count(), std::memory_order_release);
+  if (job->limit.count() > 0) core_.limit_started.signal();
+  worker_metrics::add(core_.metrics.started);
+
+  outcome o{job, false, {}};
+  const auto h = core_.handlers.find(job->task);
+  if (h == core_.handlers.end()) {
+    o.data = "unknown task '" + job->task + "' (no handler on worker " + core_.name + ")";
+  } else {
+    job_context context;
+    context.queue = core_.options.queue;
+    context.id = job->id;
+    context.task = job->task;
+    context.key = job->key;
+    context.attempt = job->attempt;
+    context.token = job->group->token();
+    try {
+      o.data = h->second(context, job->payload);
+      o.ok = true;
+      if (o.data.size() > core_.options.max_result) {
+        o.ok = false;
+        o.data = "result of " + std::to_string(o.data.size()) + " bytes: the limit is " +
+                 std::to_string(core_.options.max_result);
+      }
+    } catch (const std::exception& e) {
+      o.data = e.what();
+    } catch (...) {
+      o.data = "unknown exception";
+    }
+  }
+  core_.metrics.handler_ran(steady::now() - start);
+  if (job->move(phase::running, phase::reporting)) report_.push(std::move(o));
+}
+
+void dispatcher::dispatch(std::vector<std::shared_ptr<held_job>>& jobs) {
+  std::vector<std::shared_ptr<held_job>> refused;
+  for (std::shared_ptr<held_job>& job : jobs) {
+    if (std::shared_ptr<held_job> earlier = core_.held.add(job)) {
+      // Redis gave this worker a job it still runs under an earlier record (a failover lost
+      // the claim): that earlier run no longer holds the job.
+      if (earlier->lose() != phase::lost) {
+        earlier->fire_token();
+        worker_metrics::add(core_.metrics.lost);
+      }
+    }
+    std::error_code refusal;
+    try {
+      // The group runs no task: it only gives the handler its token (and cancel() fires it),
+      // so destroying it, from whichever thread drops the job last, never waits.
+      job->group = std::make_unique<spool::task_group>(pool_);
+      core_.slot_taken();
+      refusal = pool_.try_post([this, job, slot = slot_guard(core_)] { run_handler(job); });
+    } catch (const std::exception&) {
+      refusal = spool::errc::no_memory;
+    }
+    if (refusal) {
+      // The pool refused the task (shut down, out of memory): the job goes back for another
+      // worker; a pool that is shut down takes nothing more, so the worker stops.
+      core_.log("the pool refused a job (" + refusal.message() + "): handing it back");
+      job->move(phase::waiting, phase::handing_back);
+      refused.push_back(job);
+      if (refusal == spool::errc::shut_down) core_.request_stop();
+    }
+  }
+  if (!refused.empty()) hand_back(refused, steady::now() + core_.options.lease);
+}
+
+bool dispatcher::wait_for_entries(const std::vector<std::string>& last_ids,
+                                  std::chrono::milliseconds wait) {
+  // No ids: the claim stopped before the streams' ends (functions.lua, spool_claim): claim again.
+  if (last_ids.size() != 4) return !core_.stopping();
+  const std::string prefix = "spool:{" + core_.options.queue + "}";
+  command read{"XREAD", "COUNT", "1", "BLOCK"};
+  read.add(static_cast<std::int64_t>(wait.count())).add("STREAMS");
+  for (const char* suffix : stream_suffixes) read.add(prefix + suffix);
+  for (const std::string& id : last_ids) read.add(id);
+  return link_.call_blocking(read, wait, core_.stop_requested.fd()) != nullptr;
+}
+
+void dispatcher::reconcile(bool leaving) {
+  command c = fcall("spool_reconcile", core_.options.queue);
+  c.add(core_.name).add(leaving ? "1" : "0");
+  for (const std::string& n : core_.held.numbers()) c.add(n);
+  const reply_handle r = link_.call(c, effect::writes);
+  const std::int64_t released = integer_of(*r, "spool_reconcile");
+  if (released > 0) {
+    worker_metrics::add(core_.metrics.handed_back, static_cast<std::uint64_t>(released));
+    core_.log("handed back " + std::to_string(released) +
+              " job(s) claimed by a round trip whose reply was lost");
+  }
+}
+
+void dispatcher::claim_loop() {
+  const auto check_every = core_.options.check_interval;
+  auto next_check = steady::now();
+  auto pause = 50ms;
+  while (!core_.stopping()) {
+    try {
+      if (reconcile_needed_) {
+        reconcile(false);
+        reconcile_needed_ = false;
+      }
+      const unsigned room = core_.room();
+      if (room == 0) {
+        wait_either(core_.stop_requested, core_.room_freed, check_every);
+        continue;
+      }
+      const bool check = steady::now() >= next_check;
+      claim_answer answer = claim(room, check);
+      if (check) next_check = steady::now() + check_every;
+      const bool filled = answer.jobs.size() >= room && !answer.paused;
+      dispatch(answer.jobs);
+      pause = 50ms;
+      if (filled) continue;
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_check - steady::now());
+      if (answer.next_due_ms >= 0) {
+        wait = std::min(wait, std::chrono::milliseconds(answer.next_due_ms));
+      }
+      if (wait.count() <= 0) continue;
+      if (!wait_for_entries(answer.last_ids, wait)) return;
+    } catch (const error& e) {
+      if (e.value() == errc::outcome_unknown) reconcile_needed_ = true;
+      worker_metrics::add(core_.metrics.redis_errors);
+      core_.log(std::string("claiming: ") + e.what());
+      if (wait_either(core_.stop_requested, core_.room_freed, pause) == 1) return;
+      pause = std::min<std::chrono::milliseconds>(pause * 2, 1000ms);
+    }
+  }
+}
+
+void dispatcher::hand_back(const std::vector<std::shared_ptr<held_job>>& jobs,
+                           steady::time_point deadline) {
+  if (jobs.empty()) return;
+  command c = fcall("spool_release", core_.options.queue);
+  c.add(core_.name).add(static_cast<std::uint64_t>(jobs.size()));
+  for (const std::shared_ptr<held_job>& job : jobs) c.add(job->number).add(job->attempt);
+  auto pause = 20ms;
+  while (true) {
+    try {
+      const reply_handle r = link_.call(c, effect::writes);
+      const redisReply& codes = array_of(*r, jobs.size(), "spool_release");
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (integer_of(*codes.element[i], "spool_release") == 1) {
+          worker_metrics::add(core_.metrics.handed_back);
+        }
+        core_.held.remove(*jobs[i]);
+      }
+      return;
+    } catch (const error& e) {
+      worker_metrics::add(core_.metrics.redis_errors);
+      if (steady::now() + pause > deadline) {
+        core_.log(std::string("handing back jobs: ") + e.what() +
+                  "; giving up (their leases will expire and other workers take them over)");
+        return;
+      }
+      core_.log(std::string("handing back jobs: ") + e.what() + " (retrying)");
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::milliseconds>(pause * 2, 1000ms);
+    }
+  }
+}
+
+void dispatcher::drain() {
+  const steady::time_point begun = steady::now();
+  // How long a hand-back or the last outcomes may take to reach Redis once the handlers are
+  // done with: a few round trips, or a reconnection.
+  const auto settle = std::max<std::chrono::milliseconds>(
+      core_.options.connection.connect_timeout + core_.options.connection.command_timeout * 2,
+      1000ms);
+
+  // 1. Jobs claimed but not started: back at once.
+  std::vector<std::shared_ptr<held_job>> waiting;
+  for (const auto& job : core_.held.snapshot()) {
+    if (job->move(phase::waiting, phase::handing_back)) {
+      job->fire_token();
+      waiting.push_back(job);
+    }
+  }
+  hand_back(waiting, begun + settle);
+
+  // 2. Running handlers: up to drain_timeout to finish.
+  const steady::time_point drain_end = begun + core_.options.drain_timeout;
+  while (core_.busy.load(std::memory_order_acquire) > 0 && steady::now() < drain_end) {
+    core_.room_freed.wait(std::chrono::ceil<std::chrono::milliseconds>(drain_end - steady::now()));
+  }
+
+  // 3. Those still running: their tokens fire and their jobs go back.
+  std::vector<std::shared_ptr<held_job>> running;
+  for (const auto& job : core_.held.snapshot()) {
+    if (job->move(phase::running, phase::handing_back)) {
+      job->fire_token();
+      running.push_back(job);
+    }
+  }
+  if (!running.empty()) {
+    core_.log("handing back " + std::to_string(running.size()) +
+              " job(s) still running after the drain timeout");
+  }
+  hand_back(running, steady::now() + settle);
+
+  // 4. The outcomes of the handlers that finished, recorded.
+  if (!report_.wait_empty(steady::now() + settle)) {
+    core_.log("some outcomes could not be recorded before stopping; their leases will expire");
+  }
+
+  // 5. Whatever Redis says this worker still holds goes back; the consumer leaves the group.
+  try {
+    reconcile(true);
+  } catch (const error& e) {
+    core_.log(std::string("leaving the group: ") + e.what());
+  }
+}
+
+}  // namespace spool::queue::detail
