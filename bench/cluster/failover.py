@@ -40,6 +40,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
+import wire  # noqa: E402
 
 POST_PACE_S = 0.01      # the poster's pause between posts (a rate, not synchronisation)
 REQUEST_TIMEOUT_S = 15
@@ -63,7 +64,7 @@ class Poster:
                                            "post-key": key})
             sent = time.monotonic()
             try:
-                status, _, _ = fleet.request(self.addr, self.port, "POST", "/guestbook", body,
+                status, _, _ = wire.request(self.addr, self.port, "POST", "/guestbook", body,
                                              REQUEST_TIMEOUT_S)
             except (OSError, http.client.HTTPException):
                 status = None
@@ -104,17 +105,17 @@ def main():
         poster = Poster(layout.haproxy.addr, layout.haproxy.port)
         poster.thread.start()
         for i in range(args.repeat):
-            f.wait_sentinels_agree(60)
-            old = f.primary()
+            f.store.wait_sentinels_agree(60)
+            old = f.store.primary()
             if old is None:
                 raise fleet.FleetError("the Sentinels report no primary")
             killed = time.monotonic()
-            f.kill_redis(old)
-            new = f.wait_for_new_primary(old, FAILOVER_LIMIT_S)
+            f.store.kill_redis(old)
+            new = f.store.wait_for_new_primary(old, FAILOVER_LIMIT_S)
             named = time.monotonic()
             if args.redis_replicas == 1:
                 # No post can be acknowledged before the old primary is back as a replica.
-                f.start_redis(old, 30)
+                f.store.start_redis(old, 30)
             answered = fleet.wait_for(lambda: poster.first_ack_sent_after(killed),
                                       FAILOVER_LIMIT_S, "a post acknowledged after the kill")
             seconds.append(answered - killed)
@@ -122,8 +123,8 @@ def main():
                   f"Sentinels after {named - killed:.2f} s, first post acknowledged after "
                   f"{seconds[-1]:.2f} s", file=sys.stderr, flush=True)
             if args.redis_replicas > 1:
-                f.start_redis(old, 30)
-            f.wait_replica_online(old, 90)
+                f.store.start_redis(old, 30)
+            f.store.wait_replica_online(old, 90)
             whole = time.monotonic()
             fleet.wait_for(lambda: poster.first_ack_sent_after(whole), 60,
                            "a post acknowledged once the old primary is a replica again")

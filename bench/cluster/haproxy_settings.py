@@ -42,6 +42,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
+import wire  # noqa: E402
 
 VARIANTS = ("shipped", "log-all", "no-log", "no-retry", "buf16k", "threads-1", "server-close")
 
@@ -150,9 +151,9 @@ def main():
         addr = layout.haproxy.addr
         urls = {}
         for v in (*VARIANTS, "nginx", "nginx-1w"):
-            port, stats_port = fleet.free_port(addr), fleet.free_port(addr)
+            port, stats_port = wire.free_port(addr), wire.free_port(addr)
             while stats_port == port:
-                stats_port = fleet.free_port(addr)
+                stats_port = wire.free_port(addr)
             out = open(os.path.join(work, f"{v}.log"), "w")
             if v.startswith("nginx"):
                 for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -176,7 +177,7 @@ def main():
                                f"HAProxy {v}: every node UP", errors=(OSError,))
             urls[v] = f"http://{addr}:{port}{args.path}"
         for v in ("nginx", "nginx-1w"):
-            fleet.wait_for(lambda: fleet.http_status(urls[v]) == 200, 30, f"{v} to answer")
+            fleet.wait_for(lambda: wire.http_status(urls[v]) == 200, 30, f"{v} to answer")
         node = layout.nodes[0]
         urls["direct"] = f"http://{node.addr}:{node.port}{args.path}"
         pids = {v: p.pid for v, p in procs.items()}
