@@ -707,6 +707,10 @@ TEST_F(Worker, ManyJobsOnTwoWorkersEachRecordedOnce) {
   const auto s = stats("q");
   EXPECT_EQ(s.done, static_cast<std::uint64_t>(n));
   EXPECT_EQ(s.queued + s.running + s.takeovers, 0u);
+  // A worker counts a result once Redis has answered the call that records it, which can be
+  // after the producer has seen that result: the counters are final once both have stopped.
+  a.stop();
+  b.stop();
   EXPECT_EQ(a.counters().done + b.counters().done, static_cast<std::uint64_t>(n));
   EXPECT_EQ(a.counters().stale + b.counters().stale, 0u);
 }
