@@ -15,7 +15,8 @@
 --   :seq                 counter: the last job number given
 --   :stats               hash: counters, and the gauge queued (running: the pending lists)
 --   :config              hash: paused, max (length), served:low, served:normal (aging)
---   :wake                stream: an entry wakes idle workers (resume, requeue, an earlier due)
+--   :ready               list: wake-up tokens, one per job made ready (at most NUDGES kept);
+--                        idle workers wait on it with BLPOP, so a ready job wakes one of them
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
 -- for producer P, "K" .. id .. "\n" .. data with K = D done, X dead, C cancelled).
 --
@@ -31,6 +32,7 @@ local GROUP = 'workers'
 local LEVELS = { 'low', 'normal', 'high' } -- index = priority + 1
 local FINAL = { done = true, dead = true, cancelled = true }
 local MAX_BATCH = 10000
+local NUDGES = 64
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -71,8 +73,26 @@ local function stat(P, field, by)
   redis.call('HINCRBY', P .. ':stats', field, by)
 end
 
+-- Wakes up to k idle workers: each pops one token from :ready (BLPOP), so that a job made
+-- ready wakes one worker rather than every idle one. At most NUDGES tokens are kept; a token
+-- whose job another worker took meanwhile costs one idle worker one claim, and a claim that
+-- finds nothing ready drops them all (claim, below).
+local function nudge(P, k)
+  if k <= 0 then
+    return
+  end
+  local tokens = {}
+  for i = 1, math.min(k, NUDGES) do
+    tokens[i] = '1'
+  end
+  if redis.call('RPUSH', P .. ':ready', unpack(tokens)) > NUDGES then
+    redis.call('LTRIM', P .. ':ready', -NUDGES, -1)
+  end
+end
+
+-- Wakes the idle workers (up to NUDGES): a resume, a new maximum, an earlier due time.
 local function wake(P)
-  redis.call('XADD', P .. ':wake', 'MAXLEN', '~', '16', '*', 'w', '1')
+  nudge(P, NUDGES)
 end
 
 -- The number of a stream entry's time part (ms).
@@ -107,6 +127,7 @@ local function enqueue(P, Q, jk, n, level)
   local entry = redis.call('XADD', stream_of(P, level), '*', 'job', n)
   redis.call('HSET', jk, 'state', 'queued', 'entry', entry, 'owner', '')
   stat(P, 'queued', 1)
+  nudge(P, 1)
   return entry
 end
 
@@ -196,6 +217,7 @@ local function submit(keys, args)
   local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
   local earliest = head[2] and tonumber(head[2]) or nil
   local out = {}
+  local ready = 0
   for i = 0, count - 1 do
     local b = 4 + i * FIELDS
     local task, payload, key = args[b], args[b + 1], args[b + 2]
@@ -255,6 +277,7 @@ local function submit(keys, args)
         else
           entry = redis.call('XADD', stream_of(P, prio), '*', 'job', n)
           stat(P, 'queued', 1)
+          ready = ready + 1
         end
         redis.call('HSET', jk, 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
           'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
@@ -271,6 +294,7 @@ local function submit(keys, args)
       end
     end
   end
+  nudge(P, ready)
   if count > 0 then
     redis.call('SADD', 'spool:queues', Q)
   end
@@ -281,12 +305,12 @@ end
 -- spool_claim: KEYS[1] P; ARGV Q, consumer, room, lease_ms, takeovers (1: look for expired
 -- leases too), aging_ms. Starts up to `room` jobs for the consumer: each gets the next attempt
 -- number and the consumer as its owner, in the same step that delivers it (so there is never a
--- delivered job that no attempt holds). Returns {jobs, next_due, paused, last_ids}: jobs as
+-- delivered job that no attempt holds). Returns {jobs, next_due, paused, idle}: jobs as
 -- {id, attempt, task, payload, key, limit_ms, entry, level, taken_over (1 if from an expired
--- lease)}; next_due = ms until the earliest delayed job (-1: none); last_ids = the newest
--- entry of each stream and of :wake ('0-0' if empty), returned only when fewer than `room`
--- jobs were found and every stream was read to its end (the caller then waits with XREAD BLOCK
--- for an entry newer than those; with none returned it claims again at once).
+-- lease)}; next_due = ms until the earliest delayed job (-1: none); idle = 1 when nothing more
+-- can start now (fewer than `room` jobs were found and every stream was read to its end, or
+-- the queue is paused): the wake-up tokens in :ready are then dropped, stale, and the caller
+-- waits on :ready (BLPOP) for the next job made ready; idle = 0: the caller claims again.
 -- ---------------------------------------------------------------------------------------------
 
 -- XREADGROUP or XAUTOCLAIM on a stream, creating the stream and its group on first use.
@@ -474,14 +498,14 @@ local function claim(keys, args)
   if head[2] then
     next_due = math.max(0, tonumber(head[2]) - now)
   end
-  local last = {}
+  local idle = 0
   if (#jobs < room or paused) and drained then
-    for _, s in ipairs({ stream_of(P, 2), stream_of(P, 1), stream_of(P, 0), P .. ':wake' }) do
-      local r = redis.call('XREVRANGE', s, '+', '-', 'COUNT', 1)
-      last[#last + 1] = (r[1] and r[1][1]) or '0-0'
-    end
+    -- No entry is left unread (or none may start before a resume, which wakes): every token
+    -- is stale. A job made ready from now on pushes its own.
+    redis.call('DEL', P .. ':ready')
+    idle = 1
   end
-  return { jobs, next_due, paused and 1 or 0, last }
+  return { jobs, next_due, paused and 1 or 0, idle }
 end
 
 -- ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "dispatcher.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "../replies.hpp"
@@ -10,8 +11,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-const char* const stream_suffixes[] = {":high", ":normal", ":low", ":wake"};
 
 }  // namespace
 
@@ -62,10 +61,7 @@ dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   }
   out.next_due_ms = integer_of(*a.element[1], "spool_claim");
   out.paused = integer_of(*a.element[2], "spool_claim") == 1;
-  const redisReply& last = array_of(*a.element[3], 0, "spool_claim");
-  for (std::size_t i = 0; i < last.elements; ++i) {
-    out.last_ids.push_back(text_of(*last.element[i], "spool_claim"));
-  }
+  out.idle = integer_of(*a.element[3], "spool_claim") == 1;
   return out;
 }
 
@@ -158,16 +154,13 @@ void dispatcher::dispatch(std::vector<std::shared_ptr<held_job>>& jobs) {
   if (!refused.empty()) hand_back(refused, steady::now() + core_.options.lease);
 }
 
-bool dispatcher::wait_for_entries(const std::vector<std::string>& last_ids,
-                                  std::chrono::milliseconds wait) {
-  // No ids: the claim stopped before the streams' ends (functions.lua, spool_claim): claim again.
-  if (last_ids.size() != 4) return !core_.stopping();
-  const std::string prefix = "spool:{" + core_.options.queue + "}";
-  command read{"XREAD", "COUNT", "1", "BLOCK"};
-  read.add(static_cast<std::int64_t>(wait.count())).add("STREAMS");
-  for (const char* suffix : stream_suffixes) read.add(prefix + suffix);
-  for (const std::string& id : last_ids) read.add(id);
-  return link_.call_blocking(read, wait, core_.stop_requested.fd()) != nullptr;
+bool dispatcher::wait_for_ready(std::chrono::milliseconds wait) {
+  // BLPOP takes its timeout in seconds; a token popped or not, the caller claims next.
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%lld.%03lld", static_cast<long long>(wait.count() / 1000),
+                static_cast<long long>(wait.count() % 1000));
+  const command pop{"BLPOP", "spool:{" + core_.options.queue + "}:ready", seconds};
+  return link_.call_blocking(pop, wait, core_.stop_requested.fd()) != nullptr;
 }
 
 void dispatcher::reconcile(bool leaving) {
@@ -209,8 +202,9 @@ void dispatcher::claim_loop() {
       if (answer.next_due_ms >= 0) {
         wait = std::min(wait, std::chrono::milliseconds(answer.next_due_ms));
       }
-      if (wait.count() <= 0) continue;
-      if (!wait_for_entries(answer.last_ids, wait)) return;
+      // Not idle: the claim stopped before the streams' ends (functions.lua, spool_claim).
+      if (!answer.idle || wait.count() <= 0) continue;
+      if (!wait_for_ready(wait)) return;
     } catch (const error& e) {
       if (e.value() == errc::outcome_unknown) reconcile_needed_ = true;
       worker_metrics::add(core_.metrics.redis_errors);

@@ -2,10 +2,11 @@
 // once asked to stop, drains the worker.
 //
 // Claiming (spool_claim) starts at most `room` jobs (free threads + prefetch), so the worker
-// never holds jobs it cannot run soon. When the streams had fewer, it waits with XREAD BLOCK
-// for an entry newer than the newest it saw (in a stream or in :wake), for the next due
-// delayed job, or for the next check; every check_interval a claim also takes over jobs whose
-// lease expired. With no room it waits for a handler to return.
+// never holds jobs it cannot run soon. When the streams had fewer, it waits (BLPOP) for a
+// wake-up token in :ready, which every job made ready pushes one of (so one job wakes one idle
+// worker, not all), for the next due delayed job, or for the next check; every check_interval
+// a claim also takes over jobs whose lease expired. With no room it waits for a handler to
+// return.
 //
 // A claim whose reply was lost may have started jobs for this worker that it does not know of:
 // after the next successful round trip it reconciles (spool_reconcile), handing back what
@@ -44,7 +45,7 @@ class dispatcher {
     std::vector<std::shared_ptr<held_job>> jobs;
     std::int64_t next_due_ms = -1;  // -1: no delayed job
     bool paused = false;
-    std::vector<std::string> last_ids;  // high, normal, low, wake; empty if the room was filled
+    bool idle = false;  // nothing more can start now: wait for a token (functions.lua)
   };
 
   void run();
@@ -52,8 +53,8 @@ class dispatcher {
   claim_answer claim(unsigned room, bool takeovers);
   void dispatch(std::vector<std::shared_ptr<held_job>>& jobs);
   void run_handler(const std::shared_ptr<held_job>& job);
-  // Sleeps until an entry newer than `last_ids` comes, or `wait` passes; false if asked to stop.
-  bool wait_for_entries(const std::vector<std::string>& last_ids, std::chrono::milliseconds wait);
+  // Sleeps until a wake-up token comes (and takes it), or `wait` passes; false if asked to stop.
+  bool wait_for_ready(std::chrono::milliseconds wait);
   void reconcile(bool leaving);
   // Hands back the jobs (spool_release), retrying until `deadline`.
   void hand_back(const std::vector<std::shared_ptr<held_job>>& jobs,

@@ -287,6 +287,62 @@ TEST_F(Worker, CancelledRunningJobFiresItsTokenAndIsNotRetried) {
   EXPECT_EQ(w.counters().cancelled, 1u);
 }
 
+// Idle workers wait on :ready (BLPOP): every job made ready leaves one token, up to 64; a
+// claim that leaves nothing unread answers idle and drops the tokens, all stale by then; a
+// claim that fills its room leaves them for the workers still waiting.
+TEST_F(Worker, ReadyJobsLeaveOneWakeUpTokenEachUpToTheCap) {
+  producer p(url());
+  redis_client r = raw();
+  const auto tokens = [&] { return r.command({"LLEN", "spool:{q}:ready"})->integer; };
+  const auto claim = [&](const std::string& room) {
+    return r.command(
+        {"FCALL", "spool_claim", "1", "spool:{q}", "q", "ghost", room, "60000", "0", "0"});
+  };
+  EXPECT_EQ(tokens(), 0);
+  // A delayed job due before any other wakes every idle worker (up to the cap), so that they
+  // learn its due time; a claim with nothing ready answers idle and drops the tokens.
+  job_options later;
+  later.delay = std::chrono::hours(1);
+  p.submit("q", "t", "x", later);
+  EXPECT_EQ(tokens(), 64);
+  auto reply = claim("10");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  EXPECT_EQ(reply->element[0]->elements, 0u);
+  EXPECT_EQ(reply->element[3]->integer, 1);
+  EXPECT_EQ(tokens(), 0);
+  later.delay = std::chrono::hours(2);
+  p.submit("q", "t", "x", later);  // due after the first: neither ready nor a wake-up
+  EXPECT_EQ(tokens(), 0);
+
+  for (int i = 0; i < 3; ++i) p.submit("q", "t", "x");
+  EXPECT_EQ(tokens(), 3);
+  std::vector<job_spec> jobs(100, job_spec{"t", "x", {}});
+  p.submit_bulk("q", jobs);
+  EXPECT_EQ(tokens(), 64);
+
+  // Room for 2 of the 103 ready jobs: filled, not idle; the tokens stay.
+  reply = claim("2");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  EXPECT_EQ(reply->element[0]->elements, 2u);
+  EXPECT_EQ(reply->element[3]->integer, 0);
+  EXPECT_EQ(tokens(), 64);
+
+  // Room for more than the other 101: idle, and no token is left.
+  reply = claim("200");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  EXPECT_EQ(reply->element[0]->elements, 101u);
+  EXPECT_EQ(reply->element[3]->integer, 1);
+  EXPECT_EQ(tokens(), 0);
+
+  // The next ready job leaves a token again, and a worker that waits takes it.
+  auto s = p.submit("q", "t", "y");
+  EXPECT_EQ(tokens(), 1);
+  worker w(url(), fast_worker("q", 1));
+  w.handle("t", echo);
+  w.start();
+  EXPECT_EQ(s.result.get(), "y");
+}
+
 TEST_F(Worker, PausedQueueStartsNothingUntilResumed) {
   producer p(url());
   spool::queue::admin a(url());
@@ -299,6 +355,9 @@ TEST_F(Worker, PausedQueueStartsNothingUntilResumed) {
   ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(reply->element[0]->elements, 0u);
   EXPECT_EQ(reply->element[2]->integer, 1);
+  // Idle until the resume, which wakes the workers: the submission's token is dropped.
+  EXPECT_EQ(reply->element[3]->integer, 1);
+  EXPECT_EQ(r.command({"LLEN", "spool:{q}:ready"})->integer, 0);
   EXPECT_TRUE(stats("q").paused);
   worker w(url(), fast_worker("q", 1));
   w.handle("t", echo);

@@ -23,7 +23,8 @@
 // the outcome ({job} stands for the job's number). That is the most one job costs: under load
 // a worker claims as many jobs as it has room for in one call and records up to 256 outcomes in
 // one, and the producer pops up to 1024 outcomes at once. Leases are renewed once per lease / 3
-// for all the jobs a worker holds, and an idle worker's XREAD BLOCK is not part of a job.
+// for all the jobs a worker holds, and an idle worker's BLPOP of a wake-up token is not part of a
+// job.
 #include <algorithm>
 #include <atomic>
 #include <chrono>

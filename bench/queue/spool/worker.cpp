@@ -1,12 +1,13 @@
 // spool's worker for the queue benchmark (bench/queue/README.md, the contract):
 //
-//   worker --redis redis://127.0.0.1:PORT/0 --queue Q --concurrency C
+//   worker --redis redis://127.0.0.1:PORT/0 --queue Q --concurrency C [--prefetch P]
 //
 // One process: a spool::queue::worker whose pool has C threads (threads, spool's way: one
-// process per machine, a thread per concurrent handler), and C jobs of prefetch, so that the
-// claim's round trip overlaps the running jobs. Task `noop` returns the wall-clock time in ns
-// at which it started. Prints "ready" once started; on SIGTERM it drains (worker::stop: hand
-// back what has not started, finish the rest) and exits 0.
+// process per machine, a thread per concurrent handler), and P jobs of prefetch (default 16
+// per thread), so that one claim's round trip starts many short jobs rather than one per
+// thread. Task `noop` returns the wall-clock time in ns at which it started. Prints "ready"
+// once started; on SIGTERM it drains (worker::stop: hand back what has not started, finish the
+// rest) and exits 0.
 #include <signal.h>
 
 #include <cstdio>
@@ -19,7 +20,7 @@
 namespace {
 
 constexpr const char* usage =
-    "usage: worker --redis redis://HOST:PORT[/0] --queue Q --concurrency C";
+    "usage: worker --redis redis://HOST:PORT[/0] --queue Q --concurrency C [--prefetch P]";
 
 }  // namespace
 
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
     spool::queue::worker_options o;
     o.queue = required(a, "--queue", usage);
     o.threads = concurrency;
-    o.prefetch = concurrency;
+    o.prefetch = a.count("--prefetch")
+                     ? static_cast<unsigned>(std::atoi(a.at("--prefetch").c_str()))
+                     : 16 * concurrency;
     spool::queue::worker w(store_url(required(a, "--redis", usage)), o);
     w.handle("noop", [](const spool::queue::job_context&, std::string_view) {
       return std::to_string(now_ns());
