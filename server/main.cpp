@@ -31,10 +31,10 @@
 #include "app/app.hpp"
 #include "app/metrics.hpp"
 #include "app/static_files.hpp"
+#include "conn/tls.hpp"
+#include "limits/client_limits.hpp"
+#include "limits/refusals.hpp"
 #include "models/model.hpp"
-#include "models/client_limits.hpp"
-#include "models/refusals.hpp"
-#include "models/tls.hpp"
 #include "net.hpp"
 #include "options.hpp"
 #include "store/store.hpp"
@@ -90,8 +90,8 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   spoold::raise_fd_limit();
 
   std::unique_ptr<spoold::store::store> store = spoold::store::open_store(
-      opts.store, {.replicas = opts.store_replicas,
-                   .replica_timeout = opts.store_replicas_timeout});
+      opts.store,
+      {.replicas = opts.store_replicas, .replica_timeout = opts.store_replicas_timeout});
   spoold::static_files files({.root = opts.root});
   spoold::metrics counters;
   counters.set_node_name(opts.node_name);
@@ -133,13 +133,13 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   std::unique_ptr<spoold::server_model> model = spoold::make_model(opts.model, ctx);
   const std::uint16_t port = model->start();
 
-  std::printf("spoold: listening on %s://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
-              "threads, root %s%s%s)\n",
-              opts.tls_only ? "https" : "http", spoold::url_host(opts.bind).c_str(),
-              static_cast<unsigned>(port), opts.model.c_str(),
-              store->describe().c_str(), opts.loops, opts.min_threads, opts.max_threads,
-              opts.root.c_str(), opts.node_name.empty() ? "" : ", node ",
-              opts.node_name.c_str());
+  std::printf(
+      "spoold: listening on %s://%s:%u/ (model %s, store %s, %u loops, pool %u..%u "
+      "threads, root %s%s%s)\n",
+      opts.tls_only ? "https" : "http", spoold::url_host(opts.bind).c_str(),
+      static_cast<unsigned>(port), opts.model.c_str(), store->describe().c_str(), opts.loops,
+      opts.min_threads, opts.max_threads, opts.root.c_str(),
+      opts.node_name.empty() ? "" : ", node ", opts.node_name.c_str());
   if (tls) {
     std::printf("spoold: TLS on https://%s:%u/ (certificate %s)\n",
                 spoold::url_host(opts.bind).c_str(), static_cast<unsigned>(ctx.tls_port),
@@ -157,7 +157,8 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
       std::printf("spoold: SIGHUP: TLS certificate reloaded from %s\n", opts.tls_cert.c_str());
       std::fflush(stdout);
     } else {
-      std::fprintf(stderr, "spoold: SIGHUP: TLS reload failed, keeping the current certificate: %s\n",
+      std::fprintf(stderr,
+                   "spoold: SIGHUP: TLS reload failed, keeping the current certificate: %s\n",
                    failed.c_str());
     }
   }

@@ -15,10 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "models/connection.hpp"
-#include "models/listener.hpp"
+#include "conn/connection.hpp"
+#include "conn/listener.hpp"
 #include "models/memory_trim.hpp"
 #include "models/model.hpp"
+#include "thread_name.hpp"
 
 namespace spoold {
 namespace {
@@ -203,9 +204,8 @@ void event_loop::wake() const {
 
 std::optional<http::response> event_loop::run_job(connection& c, blocking_job&& job) {
   auto* conn = static_cast<loop_connection*>(&c);
-  std::error_code err = ctx_.pool.try_post([this, conn, job = std::move(job)]() mutable {
-    complete(conn, run_job_here(job));
-  });
+  std::error_code err = ctx_.pool.try_post(
+      [this, conn, job = std::move(job)]() mutable { complete(conn, run_job_here(job)); });
   if (err) return http::error_response(503, "The server is overloaded or stopping.");
   return std::nullopt;
 }

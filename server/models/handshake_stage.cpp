@@ -11,7 +11,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "models/tls.hpp"
+#include "conn/tls.hpp"
+#include "thread_name.hpp"
 
 namespace spoold {
 namespace {

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "models/listener.hpp"
-#include "models/model.hpp"
-#include "models/stop_signal.hpp"
+#include "conn/listener.hpp"
+#include "event/stop_signal.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
 

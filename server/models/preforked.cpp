@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
+#include "limits/client_limits.hpp"
+#include "limits/worker_pressure.hpp"
 #include "models/classic_model.hpp"
-#include "models/client_limits.hpp"
-#include "models/worker_pressure.hpp"
 
 namespace spoold {
 namespace {

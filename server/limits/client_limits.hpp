@@ -1,4 +1,4 @@
-// Per-client limits (README.md, "Per-client limits"): open connections per client address
+// Per-client limits (server/README.md, "Per-client limits"): open connections per client address
 // (--max-connections-per-client) and a token bucket of requests per client address
 // (--rate-limit, --rate-burst). A client is an IPv4 address, or an IPv6 address by its /64 (a
 // host commonly gets a whole /64, so counting single IPv6 addresses would limit nothing); a
@@ -96,8 +96,7 @@ class client_slot {
  public:
   client_slot() = default;
   client_slot(client_table* table, client_key key) noexcept : table_(table), key_(key) {}
-  client_slot(client_slot&& o) noexcept
-      : table_(std::exchange(o.table_, nullptr)), key_(o.key_) {}
+  client_slot(client_slot&& o) noexcept : table_(std::exchange(o.table_, nullptr)), key_(o.key_) {}
   client_slot& operator=(client_slot&& o) noexcept {
     if (this != &o) {
       release();

@@ -1,4 +1,4 @@
-#include "models/transport.hpp"
+#include "conn/transport.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

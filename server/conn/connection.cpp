@@ -1,4 +1,4 @@
-#include "models/connection.hpp"
+#include "conn/connection.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
+#include "conn/tls.hpp"
 #include "http/parser.hpp"
 #include "http/proxy_header.hpp"
 #include "http/syntax.hpp"
-#include "models/client_limits.hpp"
-#include "models/tls.hpp"
+#include "limits/client_limits.hpp"
 
 namespace spoold {
 namespace {
@@ -90,7 +90,11 @@ bool connection::input_buffer::make_room(std::size_t chunk, std::size_t limit) {
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
                        steady_clock::time_point now) noexcept
-    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer),
+    : ctx_(ctx),
+      driver_(driver),
+      socket_(a.fd),
+      last_activity_(now),
+      peer_(a.peer),
       slot_(std::move(a.slot)) {
   a.fd = -1;  // socket_'s now
   if (a.tls != nullptr) {
@@ -132,7 +136,11 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
                        steady_clock::time_point now, refusal_t, refusal_reason why)
-    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), refused_(true),
+    : ctx_(ctx),
+      driver_(driver),
+      socket_(a.fd),
+      last_activity_(now),
+      refused_(true),
       peer_(a.peer) {
   a.fd = -1;  // socket_'s now
   count_refusal(ctx_, why);
@@ -684,9 +692,9 @@ void connection::flush(steady_clock::time_point now) {
       file_.reset();
       break;
     }
-    const io_result r = io_->send_file(f.file_fd, f.file_offset,
-                                       static_cast<std::size_t>(std::min<std::uint64_t>(
-                                           f.file_length, file_chunk)));
+    const io_result r = io_->send_file(
+        f.file_fd, f.file_offset,
+        static_cast<std::size_t>(std::min<std::uint64_t>(f.file_length, file_chunk)));
     if (r.status == io_status::ok) {
       f.file_length -= r.bytes;
       last_activity_ = now;

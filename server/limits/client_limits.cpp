@@ -1,4 +1,4 @@
-#include "models/client_limits.hpp"
+#include "limits/client_limits.hpp"
 
 #include <sys/mman.h>
 
@@ -63,7 +63,7 @@ void client_table::sweep_locked(shard& s, clock::time_point now) noexcept {
 }
 
 client_table::entry& client_table::find_locked(shard& s, const client_key& key,
-                                                clock::time_point now) {
+                                               clock::time_point now) {
   if (s.entries.size() >= s.sweep_at) sweep_locked(s, now);
   auto [it, fresh] = s.entries.try_emplace(key);
   if (fresh) {
@@ -151,8 +151,7 @@ std::uint64_t tag_in(std::uint64_t word) noexcept { return word >> 16; }
 }  // namespace
 
 shared_client_counts::shared_client_counts(std::size_t holders)
-    : holders_(holders),
-      bytes_((slot_count + holders) * sizeof(std::atomic<std::uint64_t>)) {
+    : holders_(holders), bytes_((slot_count + holders) * sizeof(std::atomic<std::uint64_t>)) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
   void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {

@@ -26,13 +26,15 @@
 #include <string>
 
 #include "app/metrics.hpp"
+#include "conn/accepted.hpp"
+#include "conn/transport.hpp"
+#include "event/stop_signal.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
-#include "models/listener.hpp"
-#include "models/model.hpp"
-#include "models/stop_signal.hpp"
-#include "models/transport.hpp"
+#include "limits/connection_budget.hpp"
+#include "limits/refusal.hpp"
 #include "net.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
 
@@ -150,7 +152,8 @@ class connection {
   [[nodiscard]] steady_clock::time_point deadline() const noexcept;
   void on_deadline(steady_clock::time_point now);  // does nothing before deadline()
   // The server is stopping: an idle connection closes now (after taking a request that already
-  // arrived); the others answer with Connection: close, and close at `grace_deadline` at the latest.
+  // arrived); the others answer with Connection: close, and close at `grace_deadline` at the
+  // latest.
   void on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline);
   // Since when the connection has waited on its client alone: a TLS handshake or PROXY header
   // since the accept, a request head since its first byte, or idle between requests since the
@@ -285,7 +288,7 @@ class connection {
   // The client the PROXY header named; nullopt without one (then the peer is the client).
   std::optional<ip_address> proxied_client_;
   std::string proxied_text_;  // its text for the access log, when logging
-  request_info pending_;            // the request whose job is running
+  request_info pending_;      // the request whose job is running
   peer_address peer_;
   client_slot slot_;  // the connection's place in its client's count; given back at close()
 };

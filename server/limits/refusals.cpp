@@ -1,4 +1,4 @@
-#include "models/refusals.hpp"
+#include "limits/refusals.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <new>
 #include <system_error>
+
+#include "thread_name.hpp"
 
 namespace spoold {
 
@@ -35,7 +37,8 @@ bool refusals::take(accepted&& a, refusal_reason why) noexcept {
   }
   std::unique_ptr<connection> c;
   try {
-    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal, why);
+    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal,
+                                     why);
   } catch (const std::bad_alloc&) {
     lingering_.fetch_sub(1, std::memory_order_relaxed);
     return a.fd < 0;  // the constructor took the socket and closed it
@@ -119,8 +122,7 @@ void refusals::run() {
       if (n > 0 && fds[i + 1].revents != 0) c.on_poll(fds[i + 1].revents, now);
       c.on_deadline(now);
     }
-    const std::size_t closed =
-        std::erase_if(lingering, [](const auto& c) { return c->closed(); });
+    const std::size_t closed = std::erase_if(lingering, [](const auto& c) { return c->closed(); });
     lingering_.fetch_sub(closed, std::memory_order_relaxed);
   }
   lingering_.fetch_sub(lingering.size(), std::memory_order_relaxed);
