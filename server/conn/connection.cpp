@@ -22,20 +22,10 @@ constexpr std::size_t read_chunk = 16 * 1024;
 // Past this much unsent output a connection stops parsing pipelined requests, and stops reading
 // them, until it drains: that is the backpressure on a client that sends faster than it reads.
 constexpr std::size_t output_high_water = 256 * 1024;
-// How long a closing connection keeps reading (and discarding) what the client still sends, so
-// that closing does not reset the connection before the client has read our last response.
-constexpr auto linger_time = std::chrono::seconds(2);
 // The most a single sendfile call is asked to move.
 constexpr std::size_t file_chunk = 1u << 20;
 
 constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
-
-// The answer to plain HTTP sent to the TLS port.
-constexpr std::string_view plaintext_response =
-    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 40\r\nConnection: close\r\n\r\n"
-    "This port speaks HTTPS only (TLS 1.2+).\n";
-static_assert(plaintext_response.size() - plaintext_response.find("\r\n\r\n") - 4 == 40);
 
 // The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
 // saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
@@ -458,17 +448,11 @@ void connection::answer_plaintext(steady_clock::time_point now) {
 }
 
 void connection::drain_lingering() {
-  char sink[4096];
-  for (;;) {
-    const io_result r = io_->read(sink, sizeof sink);
-    if (r.status == io_status::ok) continue;
-    if (r.status == io_status::again) {
-      maybe_readable_ = false;
-      return;
-    }
-    close();  // the client closed (or reset): it has our answer
+  if (read_away(*io_) == io_status::again) {
+    maybe_readable_ = false;
     return;
   }
+  close();  // the client closed (or reset): it has our answer
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "app/metrics.hpp"
 #include "conn/accepted.hpp"
@@ -45,6 +46,17 @@ using steady_clock = std::chrono::steady_clock;
 // Pipelined requests an event loop lets one connection answer per turn before the others get
 // theirs.
 inline constexpr int requests_per_turn = 32;
+
+// How long a closing connection keeps reading (and discarding) what the client still sends, so
+// that closing does not reset the connection before the client has read our last response.
+inline constexpr auto linger_time = std::chrono::seconds(2);
+
+// The answer to plain HTTP sent to the TLS port.
+inline constexpr std::string_view plaintext_response =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\nConnection: close\r\n\r\n"
+    "This port speaks HTTPS only (TLS 1.2+).\n";
+static_assert(plaintext_response.size() - plaintext_response.find("\r\n\r\n") - 4 == 40);
 
 // Work of the application that may block (a store call); it returns the answer.
 using blocking_job = std::function<http::response()>;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "conn/connection.hpp"
 #include "conn/inline_driver.hpp"
 #include "event/stop_signal.hpp"
+#include "event/wakeup.hpp"
 #include "server_context.hpp"
 
 namespace spoold {
@@ -57,8 +59,8 @@ class refusals {
   std::mutex mu_;
   std::vector<std::unique_ptr<connection>> incoming_;  // guarded by mu_: taken, not yet polled
   bool done_ = false;                                  // guarded by mu_
-  pid_t thread_pid_ = 0;  // guarded by mu_: the process that runs thread_; 0: none yet
-  int wake_fd_ = -1;      // eventfd, made with the thread: incoming_ grew, or done_
+  pid_t thread_pid_ = 0;        // guarded by mu_: the process that runs thread_; 0: none yet
+  std::optional<wakeup> wake_;  // made with the thread: incoming_ grew, or done_
   std::thread thread_;
 };
 
