@@ -1,7 +1,5 @@
 #include "limits/client_limits.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -151,18 +149,12 @@ std::uint64_t tag_in(std::uint64_t word) noexcept { return word >> 16; }
 }  // namespace
 
 shared_client_counts::shared_client_counts(std::size_t holders)
-    : holders_(holders), bytes_((slot_count + holders) * sizeof(std::atomic<std::uint64_t>)) {
+    : holders_(holders),
+      words_(slot_count + holders, "mmap (shared client counts)"),
+      slots_(words_.data()),
+      holding_(slots_ + slot_count) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    throw std::system_error(errno, std::generic_category(), "mmap (shared client counts)");
-  }
-  // Zero-filled: every slot free, no holder holding anything.
-  slots_ = static_cast<std::atomic<std::uint64_t>*>(p);
-  holding_ = slots_ + slot_count;
 }
-
-shared_client_counts::~shared_client_counts() { ::munmap(slots_, bytes_); }
 
 std::uint64_t shared_client_counts::tag_of(const client_key& key) noexcept {
   std::uint64_t h = (key.hi ^ (key.lo * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;

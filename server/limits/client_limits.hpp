@@ -21,6 +21,7 @@
 
 #include "net.hpp"
 #include "options.hpp"
+#include "shared_mapping.hpp"
 
 namespace spoold {
 
@@ -65,7 +66,6 @@ class shared_client_counts {
   // `holders`: processes that call set_holder(), numbered 0..holders-1. Throws
   // std::system_error if the mapping cannot be made.
   explicit shared_client_counts(std::size_t holders);
-  ~shared_client_counts();
   shared_client_counts(const shared_client_counts&) = delete;
   shared_client_counts& operator=(const shared_client_counts&) = delete;
 
@@ -85,7 +85,8 @@ class shared_client_counts {
   void close_tag(std::uint64_t tag) noexcept;
 
   std::size_t holders_;
-  std::size_t bytes_;
+  // slot_count slots, then a word per holder; zero: every slot free, no holder holding anything.
+  shared_array<std::atomic<std::uint64_t>> words_;
   std::atomic<std::uint64_t>* slots_;    // slot_count words: tag << 16 | count
   std::atomic<std::uint64_t>* holding_;  // per holder: the tag it holds a count of, 0 for none
 };

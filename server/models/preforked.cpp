@@ -15,7 +15,6 @@
 // connection and a client waits, a worker whose connection only waits on its client gives it up
 // (worker_pressure.hpp), so that slow clients cannot hold every worker.
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 #include "limits/client_limits.hpp"
 #include "limits/worker_pressure.hpp"
 #include "models/classic_model.hpp"
+#include "shared_mapping.hpp"
 
 namespace spoold {
 namespace {
@@ -53,14 +53,8 @@ static_assert(shared_counter::is_always_lock_free);
 
 class shared_counts {
  public:
-  explicit shared_counts(std::size_t workers) : size_((workers + 1) * sizeof(shared_counter)) {
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-    slots_ = static_cast<shared_counter*>(p);  // zero-filled, which is every counter's start
-  }
-  ~shared_counts() { ::munmap(slots_, size_); }
-  shared_counts(const shared_counts&) = delete;
-  shared_counts& operator=(const shared_counts&) = delete;
+  // Every counter starts at zero.
+  explicit shared_counts(std::size_t workers) : slots_(workers + 1, "mmap (worker counts)") {}
 
   // In worker `i`: true if the connection may be served; then leave() must follow.
   bool enter(std::size_t i, std::size_t max) {
@@ -87,8 +81,7 @@ class shared_counts {
   }
 
  private:
-  std::size_t size_;
-  shared_counter* slots_;
+  shared_array<shared_counter> slots_;  // [0]: busy workers; [i + 1]: worker i is busy
 };
 
 class preforked_model : public classic_model {
