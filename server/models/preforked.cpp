@@ -30,6 +30,7 @@
 
 #include "limits/client_limits.hpp"
 #include "limits/worker_pressure.hpp"
+#include "models/children.hpp"
 #include "models/classic_model.hpp"
 #include "shared_mapping.hpp"
 
@@ -37,7 +38,6 @@ namespace spoold {
 namespace {
 
 constexpr auto supervise_interval = std::chrono::milliseconds(100);
-constexpr auto kill_margin = std::chrono::milliseconds(500);
 // A worker that dies sooner than this after its start is restarted only after this long, so a
 // worker that cannot run (say, a store it cannot open) does not turn into a fork loop.
 constexpr auto restart_backoff = std::chrono::seconds(1);
@@ -201,23 +201,18 @@ bool preforked_model::reap(bool block) {
 }
 
 void preforked_model::shut_down() {
-  auto alive = [this] {
-    return std::count_if(workers_.begin(), workers_.end(),
-                         [](const worker& w) { return w.pid >= 0; });
-  };
-  const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
-  while (alive() > 0 && steady_clock::now() < kill_at) {
-    if (!reap(false)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (alive() > 0) {
-    std::fprintf(stderr, "spoold: killing %ld workers after the grace period\n",
-                 static_cast<long>(alive()));
-    for (const worker& w : workers_) {
-      if (w.pid >= 0) ::kill(w.pid, SIGKILL);
-    }
-    while (alive() > 0 && reap(true)) {
-    }
-  }
+  reap_then_kill(
+      stop_.raised_at() + ctx_.opts.grace + kill_margin, "workers",
+      [this] {
+        return std::count_if(workers_.begin(), workers_.end(),
+                             [](const worker& w) { return w.pid >= 0; });
+      },
+      [this](bool block) { return reap(block); },
+      [this](auto kill) {
+        for (const worker& w : workers_) {
+          if (w.pid >= 0) kill(w.pid);
+        }
+      });
 }
 
 }  // namespace
