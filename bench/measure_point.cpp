@@ -21,8 +21,9 @@ sample measured_in_child(const std::string& what, const std::function<sample()>&
     return run();
   });
   if (out.result) return std::move(*out.result);
-  std::fprintf(stderr, "spool-bench: %s: the measurement's child process %s%s\n", what.c_str(),
-               out.failure.c_str(), out.exit_code == 3 ? " (a result check failed)" : "");
+  std::fprintf(stderr, "%s: %s: the measurement's child process %s%s\n", program_name(),
+               what.c_str(), out.failure.c_str(),
+               out.exit_code == 3 ? " (a result check failed)" : "");
   std::exit(out.exit_code == 3 ? 3 : 5);
 }
 

@@ -19,7 +19,7 @@ struct contender {
   std::string peer;
   std::string not_available;    // non-empty: not run, shown as n/a with this reason
   std::function<sample()> run;  // one measurement
-  // Measured in spool-bench's own process even by default: for a run that must change state
+  // Measured in the program's own process even by default: for a run that must change state
   // the caller keeps (see server_contenders), and that starts no peer's runtime here.
   bool in_process = false;
   // The pool size this contender measures, when a point holds several (0: the point's own).

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "progress.hpp"
+
 namespace bench {
 
 namespace {
@@ -120,17 +122,17 @@ std::string png_preamble(const std::string& path, const std::string& title) {
 bool run_gnuplot(const std::string& script, const std::string& path) {
   std::FILE* gp = popen("gnuplot", "w");
   if (gp == nullptr) {
-    std::fprintf(stderr, "spool-bench: --plot: cannot start gnuplot\n");
+    std::fprintf(stderr, "%s: --plot: cannot start gnuplot\n", program_name());
     return false;
   }
   const bool written = std::fputs(script.c_str(), gp) >= 0;
   const int status = pclose(gp);
   if (!written || status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "spool-bench: --plot: gnuplot failed to draw %s (is gnuplot installed?)\n",
-                 path.c_str());
+    std::fprintf(stderr, "%s: --plot: gnuplot failed to draw %s (is gnuplot installed?)\n",
+                 program_name(), path.c_str());
     return false;
   }
-  std::fprintf(stderr, "spool-bench: wrote %s\n", path.c_str());
+  std::fprintf(stderr, "%s: wrote %s\n", program_name(), path.c_str());
   return true;
 }
 
@@ -180,7 +182,7 @@ std::string plot_path(const std::string& target, std::string_view experiment, bo
   if (!dir && !many) return target;
   if (dir) {
     if (target.back() == '/' && mkdir(target.c_str(), 0777) != 0 && errno != EEXIST)
-      std::fprintf(stderr, "spool-bench: --plot: cannot create %s: %s\n", target.c_str(),
+      std::fprintf(stderr, "%s: --plot: cannot create %s: %s\n", program_name(), target.c_str(),
                    std::strerror(errno));
     return target + (target.back() == '/' ? "" : "/") + std::string(experiment) + ".png";
   }
@@ -260,7 +262,7 @@ std::string range_to_max(const line_chart& chart, bool right) {
 
 bool plot_lines(const line_chart& chart, const std::string& png_path) {
   if (chart.rows.empty() || chart.series.empty()) {
-    std::fprintf(stderr, "spool-bench: --plot: nothing to draw in %s\n", png_path.c_str());
+    std::fprintf(stderr, "%s: --plot: nothing to draw in %s\n", program_name(), png_path.c_str());
     return false;
   }
   const bool right_axis = std::any_of(chart.series.begin(), chart.series.end(),

@@ -9,8 +9,13 @@ namespace bench {
 namespace {
 
 const steady::time_point program_start = steady::now();
+const char* name = "spool-bench";
 
 }  // namespace
+
+void set_program_name(const char* program) { name = program; }
+
+const char* program_name() { return name; }
 
 void progress(const char* format, ...) {
   char text[512];
@@ -23,7 +28,7 @@ void progress(const char* format, ...) {
 
 void check(bool ok, const std::string& what) {
   if (ok) return;
-  std::fprintf(stderr, "spool-bench: result check failed: %s\n", what.c_str());
+  std::fprintf(stderr, "%s: result check failed: %s\n", name, what.c_str());
   std::fflush(stdout);
   std::_Exit(3);  // may be on a pool's thread: no static destructors under running pools
 }

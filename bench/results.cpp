@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "progress.hpp"
+
 namespace bench {
 
 summary summarize(std::vector<double> values) {
@@ -286,18 +288,19 @@ bool results::write(const std::string& path, const run_info& info) const {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
   if (!json && !csv) {
-    std::fprintf(stderr, "spool-bench: --out %s: the name must end in .csv or .json\n",
+    std::fprintf(stderr, "%s: --out %s: the name must end in .csv or .json\n", program_name(),
                  path.c_str());
     return false;
   }
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    std::fprintf(stderr, "spool-bench: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "%s: cannot write %s: %s\n", program_name(), path.c_str(),
+                 std::strerror(errno));
     return false;
   }
   bool ok = json ? write_json(f, info) : write_csv(f);
   ok = std::fclose(f) == 0 && ok;
-  if (!ok) std::fprintf(stderr, "spool-bench: writing %s failed\n", path.c_str());
+  if (!ok) std::fprintf(stderr, "%s: writing %s failed\n", program_name(), path.c_str());
   return ok;
 }
 

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "progress.hpp"
+
 namespace bench {
 
 namespace {
@@ -36,10 +38,9 @@ class watchdog {
       {
         std::lock_guard lock(mutex_);
         if (deadline_ != steady::time_point::max() && steady::now() >= deadline_) {
-          std::fprintf(
-              stderr,
-              "spool-bench: %s has not finished after %lld s: stuck (deadlock or lost wake-up?)\n",
-              what_.c_str(), static_cast<long long>(limit_.count()));
+          std::fprintf(stderr,
+                       "%s: %s has not finished after %lld s: stuck (deadlock or lost wake-up?)\n",
+                       program_name(), what_.c_str(), static_cast<long long>(limit_.count()));
           std::_Exit(4);
         }
         wake = deadline_ == steady::time_point::max() ? steady::now() + limit_ : deadline_;

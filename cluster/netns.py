@@ -136,6 +136,10 @@ class Lab:
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum, frame):
+        if self._closed:
+            # A second signal while close() runs (a stop that sends SIGTERM twice): the first
+            # handler, still deleting, finishes and then ends the process.
+            return
         self.close()
         signal.signal(signum, self._old_handlers.get(signum) or signal.SIG_DFL)
         os.kill(os.getpid(), signum)

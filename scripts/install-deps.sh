@@ -35,7 +35,7 @@ PACKAGES=(
   # spoold: its stores, its tests (real Redis, SQLite, a browser, a fuzzer) and its benchmarks
   libsqlite3-dev   # the embedded guestbook store
   libhiredis-dev   # the Redis guestbook store
-  libssl-dev       # OpenSSL: spoold's TLS, and spool-bench's TLS handshake client
+  libssl-dev       # OpenSSL: spoold's TLS, and spool-load-bench's TLS handshake client
   openssl          # the TLS tests make their certificates with it
   curl             # the TLS tests talk to spoold with it too
   redis-server     # started by the integration tests on a free port, and by make cluster
@@ -51,9 +51,11 @@ PACKAGES=(
   chromium-driver  # WebDriver for those tests
   clang            # libFuzzer build of the request-parser fuzz target
   libclang-rt-dev  # that build's libFuzzer and ASan runtimes (a recommend of clang's, not pulled in)
-  wrk              # spool-bench http: the load generator
-  siege            # spool-bench siege: the paper's load generator
-  nginx            # spool-bench http: the reference server
+  wrk              # spool-load-bench http: the load generator
+  siege            # spool-load-bench siege: the paper's load generator
+  nginx            # spool-load-bench http: the reference server
+  gdb              # bench/load/spoold/memory_breakdown.py reads malloc's state in a running spoold
+  libc6-dbg        # with glibc's debugging symbols (its arenas, the threads' tcaches)
 )
 # ===========================================================================
 

@@ -34,6 +34,7 @@
 #include "conn/tls.hpp"
 #include "limits/client_limits.hpp"
 #include "limits/refusals.hpp"
+#include "models/memory_trim.hpp"
 #include "models/model.hpp"
 #include "net.hpp"
 #include "options.hpp"
@@ -88,6 +89,11 @@ void drain_for(const sigset_t& stop_signals, std::chrono::milliseconds delay) {
 
 int serve(const spoold::options& opts, const sigset_t& stop_signals) {
   spoold::raise_fd_limit();
+  if (!spoold::make_freed_memory_trimmable()) {
+    std::fprintf(stderr,
+                 "spoold: mallopt(M_MXFAST, 0) failed: memory freed by threads other "
+                 "than the main one may not be given back after a wave\n");
+  }
 
   std::unique_ptr<spoold::store::store> store = spoold::store::open_store(
       opts.store,

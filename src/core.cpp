@@ -54,6 +54,12 @@ const config& validated(const config& cfg) {
   }
   if (cfg.defer_period.count() < 0)
     throw error(errc::invalid_argument, "spool: defer_period must be >= 0");
+  if (cfg.on_full < full_policy::block || cfg.on_full > full_policy::discard_oldest)
+    throw error(errc::invalid_argument, "spool: on_full is not a full_policy");
+  if (cfg.block_timeout.count() < 0)
+    throw error(errc::invalid_argument, "spool: block_timeout must be >= 0");
+  if (cfg.drain_timers_within.count() < 0)
+    throw error(errc::invalid_argument, "spool: drain_timers_within must be >= 0");
   if (cfg.keep_alive.count() < 0 || cfg.monitor_min_interval.count() <= 0 ||
       cfg.monitor_max_interval < cfg.monitor_min_interval) {
     throw error(
@@ -73,8 +79,9 @@ std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& o
 
 }  // namespace
 
-core::core(const config& cfg)
+core::core(const config& cfg, std::uint32_t stamp)
     : cfg_(validated(cfg)),
+      stamp_(stamp),
       min_threads_(min_threads_for(cfg)),
       max_threads_(max_threads_for(cfg)),
       workers_(*this, capacity_for(cfg)),
@@ -83,6 +90,9 @@ core::core(const config& cfg)
       sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_),
       idle_(workers_, queues_.slots()),
       timers_(*this, cfg_.name) {
+  if (cfg_.on_task_start || cfg_.on_task_finish) {
+    gate_.store(k_gate_traced, std::memory_order_relaxed);  // before any thread starts
+  }
   enable_asymmetric_barriers();  // before the first thread (sync/dekker.hpp)
   for (unsigned i = 0; i < min_threads_; ++i) {
     if (std::error_code ec = threads_.grow(scale_event::cause::initial)) {
@@ -147,9 +157,10 @@ void core::resume() noexcept {
 }
 
 bool core::pass_gate(worker* w, task* t) noexcept {
-  // The gate is closed (paused or discarding). A pause holds this thread, with t, until
-  // resume() or shutdown() opens it under pause_mu_; the predicate reads the gate under the
-  // same mutex, so no opening is missed. Tasks it held count as neither queued nor running.
+  // The gate is closed (paused, discarding, or traced: then this passes at once). A pause holds
+  // this thread, with t, until resume() or shutdown() opens it under pause_mu_; the predicate reads
+  // the gate under the same mutex, so no opening is missed. Tasks it held count as neither queued
+  // nor running.
   if ((gate_.load(std::memory_order_acquire) & k_gate_paused) != 0) {
     std::unique_lock lock(pause_mu_);
     pause_cv_.wait(lock,
@@ -177,18 +188,36 @@ void core::close() noexcept {
 }
 
 std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcept {
+  shutdown_report report;
+  const std::error_code ec = shutdown(mode, nullptr, &report);
+  if (dropped != nullptr) *dropped = report.dropped;
+  return ec;
+}
+
+std::error_code core::shutdown(shutdown_mode mode,
+                               const std::chrono::steady_clock::time_point* deadline,
+                               shutdown_report* report) noexcept {
   if (is_own_worker() || runs_own_task_here()) return errc::would_deadlock;
   std::lock_guard lock(shutdown_mu_);
   const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
+  shutdown_report r;
   if (!joined_) {
-    // Timers first, while the pool still accepts their tasks: drain lets every pending
-    // one-shot timer fire at its deadline (periodic ones stop), discard drops them all
-    // (src/timers/README.md, "Shutdown").
-    timers_.stop(mode);
+    // Those given the pool's stop token learn first, while the pool still takes their work
+    // (a coroutine cancelled by it resumes on a worker; a task started with it is dropped).
+    stop_.request_stop();
+    // Timers first, while the pool still accepts their tasks (src/timers/README.md,
+    // "Shutdown"): a drain lets the one-shot timers due by its cutoff fire (by the deadline,
+    // or within config::drain_timers_within) and drops the rest and the periodic ones;
+    // discard drops them all. Never a wait on a clock beyond that cutoff.
+    using clock = std::chrono::steady_clock;
+    clock::time_point cutoff = clock::time_point::min();
+    if (mode == shutdown_mode::drain) {
+      cutoff = deadline != nullptr ? *deadline : deadline_after(cfg_.drain_timers_within);
+    }
+    r.timers_dropped = timers_.stop(cutoff);
     // Discarding is decided before the close is announced: whoever learns that the pool is
     // shut down (a producer woken with shut_down) can rely on queued tasks never running.
-    if (mode == shutdown_mode::discard)
-      gate_.fetch_or(k_gate_discarding, std::memory_order_seq_cst);
+    if (mode == shutdown_mode::discard) start_discarding();
     close();
     // The injector is closed and worker submissions are refused, so this sweep only shrinks
     // the queues. A running task may still push after it (it read the gate just before it
@@ -201,14 +230,29 @@ std::error_code core::shutdown(shutdown_mode mode, std::size_t* dropped) noexcep
       stopping_ = true;
     }
     resume();
+    // A drain with a deadline that is not done by then discards what is left, as above; the
+    // tasks running then finish (they are not interrupted).
+    if (mode == shutdown_mode::drain && deadline != nullptr) {
+      sleep_.outside_sleeps();
+      if (!idle_.wait_until(*deadline)) {
+        r.timed_out = true;
+        start_discarding();
+        queues_.drain([this](task* t) { drop(nullptr, t); });
+      }
+    }
     // Draining or discarding, every accepted task leaves through execute() or drop(), which
     // count it finished; quiescent means nothing is queued or running, so nothing can be added.
     wait_quiescent();
     stop_workers();
     joined_ = true;
   }
-  if (dropped != nullptr) *dropped = dropped_.load(std::memory_order_relaxed) - before;
+  r.dropped = dropped_.load(std::memory_order_relaxed) - before + r.timers_dropped;
+  if (report != nullptr) *report = r;
   return {};
+}
+
+void core::start_discarding() noexcept {
+  gate_.fetch_or(k_gate_discarding, std::memory_order_seq_cst);
 }
 
 void core::drop(worker* w, task* t) noexcept {
@@ -249,7 +293,7 @@ stats core::snapshot() const noexcept {
   return s;
 }
 
-void core::report_exception(std::exception_ptr e) noexcept {
+void core::report_exception(std::exception_ptr e, thrown_by source) noexcept {
   if (cfg_.on_exception) {
     try {
       cfg_.on_exception(e);
@@ -258,17 +302,34 @@ void core::report_exception(std::exception_ptr e) noexcept {
       std::fputs("spool: the on_exception handler threw; reporting here instead\n", stderr);
     }
   }
+  const char* what_threw = "a posted task threw";
+  switch (source) {
+    case thrown_by::posted_task:
+      break;
+    case thrown_by::timer:
+      what_threw = "a timer's task threw";
+      break;
+    case thrown_by::timer_refused:
+      what_threw = "a timer came due after the pool closed and did not run";
+      break;
+    case thrown_by::unwaited_group:
+      what_threw = "a task of a task_group destroyed without wait() threw";
+      break;
+    case thrown_by::group_callback:
+      what_threw = "a task_group's on_finished callback threw";
+      break;
+  }
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "spool: a posted task threw: %s\n", ex.what());
+    std::fprintf(stderr, "spool: %s: %s\n", what_threw, ex.what());
   } catch (...) {
-    std::fputs("spool: a posted task threw a non-std::exception\n", stderr);
+    std::fprintf(stderr, "spool: %s a non-std::exception\n", what_threw);
   }
 }
 
-void report_exception(core& owner, std::exception_ptr e) noexcept {
-  owner.report_exception(std::move(e));
+void report_exception(core& owner, std::exception_ptr e, thrown_by source) noexcept {
+  owner.report_exception(std::move(e), source);
 }
 
 }  // namespace spool::detail

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <stop_token>
 #include <system_error>
 
 #include "elastic/sizer.hpp"
@@ -43,8 +44,10 @@ class range_ticket;
 
 class core {
  public:
-  explicit core(const config& cfg);  // starts the workers; throws spool::error(errc::system)
-  ~core();                           // shutdown(drain) must have joined already
+  // Starts the workers; throws spool::error(errc::system). Made by create_core (lifetime/),
+  // which gives it the stamp of its life.
+  core(const config& cfg, std::uint32_t stamp);
+  ~core();  // shutdown(drain) must have joined already; destroy_core (lifetime/) calls it
   core(const core&) = delete;
   core& operator=(const core&) = delete;
 
@@ -80,8 +83,14 @@ class core {
   // submitter sees the flag and backs out, or the shutdown sees the count and waits for the
   // task (sync/dekker.hpp: the submitter pays no fence; close() pays a membarrier).
   void close() noexcept;
-  // errc::would_deadlock from one of this pool's workers; otherwise joins.
+  // errc::would_deadlock from one of this pool's workers; otherwise joins. *dropped: tasks
+  // and timers dropped (shutdown_report::dropped).
   std::error_code shutdown(shutdown_mode mode, std::size_t* dropped) noexcept;
+  // As above; a drain with a deadline discards what is still queued when it passes (timers
+  // not due by then are dropped at once). Fills *report (may be null).
+  std::error_code shutdown(shutdown_mode mode,
+                           const std::chrono::steady_clock::time_point* deadline,
+                           shutdown_report* report) noexcept;
   stats snapshot() const noexcept;
   // pool::resize, pause, resume, paused, wait_idle_for (core.cpp).
   std::error_code resize(unsigned min_threads, unsigned max_threads) noexcept;
@@ -96,7 +105,7 @@ class core {
                                   bool* idle) noexcept;
   std::size_t thread_count() const noexcept { return threads_.live(); }
   bool is_own_worker() const noexcept { return own_worker() != nullptr; }
-  void report_exception(std::exception_ptr e) noexcept;
+  void report_exception(std::exception_ptr e, thrown_by source = thrown_by::posted_task) noexcept;
 
   // ---- Workers (worker/loop.cpp) ----
 
@@ -115,6 +124,22 @@ class core {
   void leave_blocking(worker& w) noexcept { threads_.leave_blocking(w); }
 
   // ---- For the API faces (futures, task groups) ----
+
+  // Stopped when shutdown begins (pool::get_stop_token).
+  std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+
+  // This pool as its futures and continuations refer to it (lifetime/).
+  pool_ref ref() noexcept { return {this, stamp_}; }
+  // The C++ face of this pool (spool::this_pool): the pool object that owns it, or the face a
+  // C pool or the default pool keeps. Set once by that face's constructor.
+  pool* face() const noexcept { return face_; }
+  void set_face(pool* p) noexcept { face_ = p; }
+  // The C pool that owns this core (spool_this_pool), or null for a C++ pool.
+  spool_pool* c_face() const noexcept { return c_face_; }
+  void set_c_face(spool_pool* p) noexcept { c_face_ = p; }
+  // The pool whose task the calling thread, not a worker, runs now (its own task taken back,
+  // caller_runs), else null (worker/loop.cpp).
+  static core* running_outside() noexcept;
 
   // A thread outside the pool about to wait on t's result: if t is still queued at the front
   // of that thread's own producer slot, takes it back and runs it here (queues::take_back;
@@ -173,16 +198,20 @@ class core {
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool. While the
   // pool is paused it first waits for resume() (or a discarding shutdown).
   void execute(worker* w, task* t) noexcept;
+  // execute() when the gate is not open: paused, discarding, or traced.
+  void execute_gated(worker* w, task* t) noexcept;
+  // Runs t (in its isolation region, counted as running on w) and returns how it ended.
+  outcome run_task(worker* w, task* t) noexcept;
   // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
   void tally_outcome(worker* w, outcome how) noexcept;
-  // What help_until runs: any task, or inside an isolation region only that region's
-  // (last_look: the look after prepare(), see queues::find_isolated).
-  task* find_for_wait(worker& w, bool last_look = false) noexcept {
+  // What help_until runs: any task, or inside an isolation region only that region's and the
+  // task waited for itself (last_look: the look after prepare(), see queues::find_isolated).
+  task* find_for_wait(worker& w, const task* direct, bool last_look = false) noexcept {
     return w.isolation == 0 ? queues_.find_task(w)
-                            : queues_.find_isolated(w, w.isolation, !last_look);
+                            : queues_.find_isolated(w, {w.isolation, direct}, !last_look);
   }
-  // execute()'s slow path, taken when the gate is not open: false if t was dropped (discarding),
-  // true once it may run (after waiting out a pause).
+  // Part of execute_gated: false if t was dropped (discarding), true once it may run (after
+  // waiting out a pause).
   bool pass_gate(worker* w, task* t) noexcept;
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).
@@ -201,8 +230,13 @@ class core {
   // Outside threads only: sleeps until every accepted task has finished.
   void wait_quiescent() noexcept;
   void stop_workers() noexcept;
+  // Sets the gate's discarding bit: from now on execute() drops instead of running.
+  void start_discarding() noexcept;
 
   const config cfg_;
+  const std::uint32_t stamp_;
+  pool* face_ = nullptr;
+  spool_pool* c_face_ = nullptr;
   const unsigned min_threads_;
   const unsigned max_threads_;
   roster workers_;
@@ -219,6 +253,9 @@ class core {
   // (pause() until resume(); changed under pause_mu_, which execute's waiters sleep on).
   static constexpr std::uint32_t k_gate_discarding = 1;
   static constexpr std::uint32_t k_gate_paused = 2;
+  // config::on_task_start or on_task_finish is set (from construction on, never cleared): every
+  // task takes execute_gated, which calls them. Unset, the hooks cost nothing beyond this load.
+  static constexpr std::uint32_t k_gate_traced = 4;
   std::atomic<std::uint32_t> gate_{0};
   bool discarding() const noexcept {
     return (gate_.load(std::memory_order_acquire) & k_gate_discarding) != 0;
@@ -226,6 +263,7 @@ class core {
   std::mutex pause_mu_;
   std::condition_variable pause_cv_;  // resume() or shutdown(): paused workers look again
   bool stopping_ = false;             // shutdown() began: pause() refused; guarded by pause_mu_
+  std::stop_source stop_;             // pool::get_stop_token; stopped by shutdown()
   std::mutex shutdown_mu_;            // serialises shutdown(); guards joined_
   bool joined_ = false;
   // Statistics, written by submitters outside the pool: off the flags' line.

@@ -29,6 +29,8 @@ struct core_testing {
   static std::size_t producer_slots_in_use(const core& c) noexcept {
     return c.queues_.slots().in_use();
   }
+  // Timers waiting in the pool's timer queue.
+  static std::size_t pending_timers(core& c) noexcept { return c.timer_queue().pending(); }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
   static bool monitor_sleeping(const core& c) noexcept {
     return c.threads_.monitor_asleep_.load(std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <latch>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -69,6 +70,62 @@ TEST(Then, CancelledSourcePropagates) {
   stopper.join();
 }
 
+// f may take the value by lvalue reference (the value moved out of the state, then passed).
+TEST(Then, ContinuationTakingAnLvalueReference) {
+  spool::pool p(pool_config(1));
+  auto f = p.submit([] { return 20; }).then([](int& x) {
+    x += 1;
+    return x;
+  });
+  EXPECT_EQ(f.get(), 21);
+  auto s = p.submit([] { return std::string("ab"); }).then([](std::string& v) {
+    v += "c";
+    return v;
+  });
+  EXPECT_EQ(s.get(), "abc");
+}
+
+// cancel() on a then() future: the continuation never runs, and the cancellation reaches the
+// source (here a promise, which learns that its value is no longer wanted).
+TEST(Then, CancelBeforeTheSourceIsReady) {
+  spool::pool p(pool_config(1));
+  spool::promise<int> pr(p);
+  std::atomic<bool> called{false};
+  auto f = pr.get_future().then([&](int x) {
+    called = true;
+    return x;
+  });
+  EXPECT_TRUE(f.cancel());
+  EXPECT_TRUE(f.ready());
+  EXPECT_FALSE(f.cancel());  // once
+  EXPECT_THROW(f.get(), spool::task_cancelled);
+  EXPECT_TRUE(pr.cancelled());
+  pr.set_value(1);  // nobody wants it: ignored
+  p.wait_idle();
+  EXPECT_FALSE(called.load());
+}
+
+TEST(Then, CancelAfterTheContinuationRanIsFalse) {
+  spool::pool p(pool_config(1));
+  auto f = p.submit([] { return 1; }).then([](int x) { return x + 1; });
+  f.wait();
+  EXPECT_FALSE(f.cancel());
+  EXPECT_EQ(f.get(), 2);
+}
+
+TEST(Promise, CancelledFutureIgnoresTheValue) {
+  spool::pool p(pool_config(1));
+  spool::promise<std::string> pr(p);
+  auto f = pr.get_future();
+  EXPECT_FALSE(pr.cancelled());
+  EXPECT_TRUE(f.cancel());
+  EXPECT_TRUE(pr.cancelled());
+  pr.set_value("late");
+  EXPECT_THROW(f.get(), spool::task_cancelled);
+  EXPECT_EQ(spool_test::error_code_of([&] { pr.set_value("twice"); }),
+            spool::errc::invalid_argument);
+}
+
 TEST(Then, EmptyFutureIsInvalidArgument) {
   spool::future<int> none;
   EXPECT_EQ(spool_test::error_code_of([&] { (void)none.then([](int x) { return x; }); }),
@@ -83,6 +140,43 @@ TEST(Then, AfterShutdownRunsOnTheCompletingThread) {
   pr.set_value(5);  // the pool refuses the continuation: it runs here
   ASSERT_TRUE(f.ready());
   EXPECT_EQ(f.get(), 15);
+}
+
+// A chain of continuations that the pool refuses runs on the completing thread one after
+// another, not one inside the other: 200,000 links nested would overflow the stack.
+TEST(Then, LongChainCompletedAfterShutdownRunsInConstantStack) {
+  constexpr int n = 200000;
+  spool::pool p(pool_config(1));
+  spool::promise<int> pr(p);
+  spool::future<int> f = pr.get_future();
+  for (int i = 0; i < n; ++i) f = std::move(f).then([](int x) { return x + 1; });
+  p.shutdown();
+  pr.set_value(0);
+  ASSERT_TRUE(f.ready());
+  EXPECT_EQ(f.get(), n);
+}
+
+// The same with the pool destroyed, and with inline continuations on a live pool.
+TEST(Then, LongChainsAfterThePoolIsGoneAndInlineRunInConstantStack) {
+  constexpr int n = 200000;
+  std::optional<spool::promise<int>> pr;
+  spool::future<int> f;
+  {
+    spool::pool p(pool_config(1));
+    pr.emplace(p);
+    f = pr->get_future();
+    for (int i = 0; i < n; ++i) f = std::move(f).then([](int x) { return x + 1; });
+  }
+  pr->set_value(0);
+  EXPECT_EQ(f.get(), n);
+
+  spool::pool live(pool_config(1));
+  spool::promise<int> inline_source(live);
+  spool::future<int> g = inline_source.get_future();
+  for (int i = 0; i < n; ++i) g = std::move(g).then_inline([](int x) { return x + 1; });
+  inline_source.set_value(0);
+  ASSERT_TRUE(g.ready());
+  EXPECT_EQ(g.get(), n);
 }
 
 // Completion races with registration: then() on a future whose task is finishing right now.

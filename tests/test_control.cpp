@@ -208,8 +208,8 @@ TEST(WorkerHooks, FollowElasticGrowthAndRetirement) {
   // when a count is taken inside. Every thread started (the scale events of every cause)
   // ran its start hook, and its stop hook by the pool's end.
   std::size_t started_events = 0;
-  for (auto why : {scale_event::cause::initial, scale_event::cause::blocking,
-                   scale_event::cause::load}) {
+  for (auto why :
+       {scale_event::cause::initial, scale_event::cause::blocking, scale_event::cause::load}) {
     started_events += scale.count(scale_event::kind::started, why);
   }
   EXPECT_GE(started_events, started);
@@ -572,6 +572,17 @@ TEST(DefaultPool, IsOnePoolSizedToTheCpus) {
   EXPECT_EQ(pool.thread_count(), spool::allowed_cpus().size());
   EXPECT_EQ(pool.submit([] { return 11; }).get(), 11);
   pool.wait_idle();
+}
+
+// Only exit ends it: close() and every shutdown are refused (the C API says the same).
+TEST(DefaultPool, CallsThatWouldEndItAreRefused) {
+  spool::pool& pool = spool::default_pool();
+  EXPECT_EQ(error_code_of([&] { pool.close(); }), errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { (void)pool.shutdown(); }), errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { (void)pool.shutdown(spool::shutdown_mode::discard); }),
+            errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { (void)pool.shutdown_for(1ms); }), errc::invalid_argument);
+  EXPECT_EQ(pool.submit([] { return 3; }).get(), 3);
 }
 
 // The lifetime at exit, in a child process of its own (this binary again, running only this

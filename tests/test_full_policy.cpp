@@ -24,6 +24,22 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A policy outside the enumeration, or a negative timeout, is refused when the pool is made.
+TEST(FullPolicyConfig, OutOfRangePolicyAndNegativeTimeoutAreRefused) {
+  for (int bad : {-1, 5, 99}) {
+    spool::config cfg = spool_test::pool_config(1, 4);
+    cfg.on_full = static_cast<spool::full_policy>(bad);
+    EXPECT_EQ(spool_test::error_code_of([&] { spool::pool p{cfg}; }), spool::errc::invalid_argument)
+        << bad;
+  }
+  spool::config cfg = spool_test::pool_config(1, 4, spool::full_policy::block_for);
+  cfg.block_timeout = -std::chrono::milliseconds(1);
+  EXPECT_EQ(spool_test::error_code_of([&] { spool::pool p{cfg}; }), spool::errc::invalid_argument);
+  cfg.block_timeout = std::chrono::nanoseconds::zero();
+  spool::pool ok{cfg};
+  EXPECT_EQ(ok.submit([] { return 1; }).get(), 1);
+}
+
 using namespace spool_test;
 
 // A flag another thread sets once, which this one can wait for (or check it stays unset).
@@ -375,9 +391,9 @@ TEST(FullPolicyDiscardOldest, CApiCallsOnCancel) {
 // A task running on a worker submits to its own deque, never to the bounded queue: with the
 // queue full and the only worker busy submitting, no policy blocks, refuses or runs inline.
 TEST(WorkerSubmissions, IgnoreTheBound) {
-  for (spool::full_policy policy : {spool::full_policy::block, spool::full_policy::block_for,
-                                    spool::full_policy::reject, spool::full_policy::caller_runs,
-                                    spool::full_policy::discard_oldest}) {
+  for (spool::full_policy policy :
+       {spool::full_policy::block, spool::full_policy::block_for, spool::full_policy::reject,
+        spool::full_policy::caller_runs, spool::full_policy::discard_oldest}) {
     SCOPED_TRACE(static_cast<int>(policy));
     constexpr int children = 1000;
     std::latch started{1};

@@ -31,6 +31,23 @@ int fib(spool::pool& p, int n) {
 
 int fib_value(int n) { return n < 2 ? n : fib_value(n - 1) + fib_value(n - 2); }
 
+// A wait inside a region runs the task it waits on directly, whatever that task's region: a
+// task that submits b and then waits on b inside isolate() finishes on a one-thread pool (b,
+// submitted outside the region, is in the only worker's deque). Another task that is not of
+// the region (c, submitted after b, so above it in the deque) is still passed over.
+TEST(Isolation, WaitRunsTheTaskItWaitsOnDirectly) {
+  spool::pool p(pool_config(1));
+  std::atomic<bool> c_ran{false};
+  auto outer = p.submit([&] {
+    auto b = p.submit([&] { return c_ran.load() ? -1 : 5; });
+    p.post([&] { c_ran = true; });
+    return spool::isolate([&] { return b.get(); });
+  });
+  EXPECT_EQ(get_elsewhere(outer), 5);
+  p.wait_idle();
+  EXPECT_TRUE(c_ran.load());
+}
+
 // Two threads, one of them held. Task A queues task C (high priority, so a wait's search finds
 // it before anything else) which waits at a latch that A counts down after waiting on a
 // future. Without isolation A's wait runs C, which never returns: the pool hangs.

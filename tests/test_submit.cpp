@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -274,6 +275,42 @@ TEST(Post, DefaultHandlerReportsAndCounts) {
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("unhandled-in-post"), std::string::npos) << "stderr was: " << err;
   EXPECT_EQ(p.statistics().failed, 2u);
+}
+
+int answer() { return 42; }
+struct member_call {
+  int value = 3;
+  int get() const { return value; }
+};
+
+// A null function never reaches a worker: invalid_argument, and nothing is counted.
+TEST(Submit, NullFunctionIsAnInvalidArgument) {
+  spool::pool p{pool_config(1)};
+  using spool::errc;
+  using spool_test::error_code_of;
+  EXPECT_EQ(error_code_of([&] { (void)p.submit(static_cast<int (*)()>(nullptr)); }),
+            errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] {
+              (void)p.submit(static_cast<int (member_call::*)() const>(nullptr), member_call{});
+            }),
+            errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { p.post(std::function<void()>()); }), errc::invalid_argument);
+  EXPECT_EQ(p.try_post(static_cast<void (*)()>(nullptr)), errc::invalid_argument);
+  EXPECT_EQ(p.try_post_n(4, static_cast<void (*)(std::size_t)>(nullptr)).error,
+            errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { (void)p.submit_after(1ms, static_cast<int (*)()>(nullptr)); }),
+            errc::invalid_argument);
+  EXPECT_EQ(error_code_of([&] { (void)p.post_after(1ms, static_cast<void (*)()>(nullptr)); }),
+            errc::invalid_argument);
+  auto f = p.submit(answer);
+  EXPECT_EQ(error_code_of([&] { (void)std::move(f).then(static_cast<int (*)(int)>(nullptr)); }),
+            errc::invalid_argument);
+  EXPECT_EQ(f.get(), 42);  // the refused then() left the future as it was
+  EXPECT_EQ(p.submit(answer).get(), 42);
+  EXPECT_EQ(p.submit(&member_call::get, member_call{}).get(), 3);
+  p.wait_idle();
+  EXPECT_EQ(p.statistics().submitted, 3u);
+  EXPECT_EQ(p.statistics().failed, 0u);
 }
 
 TEST(Submit, ThrowingTaskCountsAsFailed) {

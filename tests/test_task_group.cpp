@@ -758,6 +758,9 @@ TEST(TaskGroup, DestroyedUnwaitedReportsToStderrWithoutAHandler) {
   }
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("to stderr"), std::string::npos) << err;
+  // The message says where it came from: not a posted task.
+  EXPECT_NE(err.find("task_group destroyed without wait()"), std::string::npos) << err;
+  EXPECT_EQ(err.find("posted task"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ TEST(Timers, PostAfterRunsOnceNotBeforeItsDeadline) {
 TEST(Timers, SubmitAfterDeliversTheResult) {
   spool::pool pool{pool_config(2)};
   const auto start = clock_type::now();
-  auto f = pool.submit_after(5ms, [](int x) { return x * 2; }, 21);
+  auto f = pool.submit_after(
+      5ms, [](int x) { return x * 2; }, 21);
   EXPECT_EQ(f.get(), 42);
   EXPECT_GE(clock_type::now() - start, 5ms);
 }
@@ -60,7 +61,9 @@ TEST(Timers, SubmitAfterDeliversTheResult) {
 TEST(Timers, DestroyingTheHandleLeavesTheTimerScheduled) {
   spool::pool pool{pool_config(2)};
   std::latch done{1};
-  { (void)pool.post_after(2ms, [&] { done.count_down(); }); }
+  {
+    (void)pool.post_after(2ms, [&] { done.count_down(); });
+  }
   done.wait();
 }
 
@@ -210,7 +213,7 @@ TEST(Timers, DueTimerOfAClosedPoolReportsShutDown) {
   EXPECT_FALSE(t.active());
 }
 
-TEST(TimersShutdown, DrainRunsPendingOneShotTimersAndStopsPeriodicOnes) {
+TEST(TimersShutdown, DrainRunsOneShotTimersDueWithinItsBoundAndStopsPeriodicOnes) {
   std::atomic<int> released{0};
   std::atomic<int> runs{0};
   std::atomic<int> periodic_runs{0};
@@ -218,13 +221,14 @@ TEST(TimersShutdown, DrainRunsPendingOneShotTimersAndStopsPeriodicOnes) {
   spool::timer periodic;
   spool::future<int> f;
   {
-    spool::pool pool{pool_config(2)};
+    spool::config cfg = pool_config(2);
+    cfg.drain_timers_within = 1min;
+    spool::pool pool{cfg};
     t1 = pool.post_after(30ms, [&, c = release_counter(released)] { runs.fetch_add(1); });
     f = pool.submit_after(30ms, [] { return 7; });
     periodic = pool.post_every(1h, [&, c = release_counter(released)] { periodic_runs++; });
-    pool.shutdown(spool::shutdown_mode::drain);
-    EXPECT_EQ(error_code_of([&] { (void)pool.post_after(1ms, [] {}); }),
-              spool::errc::shut_down);
+    EXPECT_EQ(pool.shutdown(spool::shutdown_mode::drain), 1u);  // the periodic timer
+    EXPECT_EQ(error_code_of([&] { (void)pool.post_after(1ms, [] {}); }), spool::errc::shut_down);
   }
   EXPECT_EQ(runs.load(), 1);
   EXPECT_EQ(f.get(), 7);
@@ -235,6 +239,59 @@ TEST(TimersShutdown, DrainRunsPendingOneShotTimersAndStopsPeriodicOnes) {
   EXPECT_FALSE(periodic.cancel());
 }
 
+// A drain never waits on the clock beyond its bound (0 by default): a timer that is never
+// due, or due in an hour, is dropped and counted, and the destructor returns at once.
+TEST(TimersShutdown, DrainDropsTimersNotDueAndCountsThem) {
+  std::atomic<int> released{0};
+  std::atomic<int> runs{0};
+  spool::timer never;
+  spool::timer later;
+  spool::future<int> f;
+  {
+    spool::pool pool{pool_config(2)};
+    never = pool.post_after(std::chrono::nanoseconds::max(),
+                            [&, c = release_counter(released)] { runs.fetch_add(1); });
+    later = pool.post_after(1h, [&, c = release_counter(released)] { runs.fetch_add(1); });
+    f = pool.submit_after(1h, [] { return 1; });
+    pool.post([] {});
+    EXPECT_EQ(pool.shutdown(spool::shutdown_mode::drain), 3u);
+  }
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_EQ(released.load(), 2);
+  EXPECT_THROW(f.get(), spool::task_cancelled);
+  EXPECT_FALSE(never.active());
+  EXPECT_FALSE(later.cancel());
+}
+
+TEST(TimersShutdown, DestructorReturnsWithANeverDueTimerPending) {
+  std::atomic<int> released{0};
+  {
+    spool::pool pool{pool_config(1)};
+    (void)pool.post_after(std::chrono::nanoseconds::max(), [c = release_counter(released)] {});
+    (void)pool.post_at(clock_type::time_point::max(), [c = release_counter(released)] {});
+  }
+  EXPECT_EQ(released.load(), 2);
+}
+
+// A timer already due when the drain starts still runs.
+TEST(TimersShutdown, DrainRunsTimersAlreadyDue) {
+  std::atomic<int> runs{0};
+  spool::future<int> f;
+  {
+    spool::pool pool{pool_config(1)};
+    (void)pool.post_after(0ms, [&] { runs.fetch_add(1); });
+    f = pool.submit_after(-1ms, [] { return 5; });
+  }
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(f.get(), 5);
+}
+
+TEST(TimersShutdown, DrainBoundMustNotBeNegative) {
+  spool::config cfg = pool_config(1);
+  cfg.drain_timers_within = -1ns;
+  EXPECT_EQ(error_code_of([&] { spool::pool p{cfg}; }), spool::errc::invalid_argument);
+}
+
 TEST(TimersShutdown, DiscardDropsEveryPendingTimer) {
   std::atomic<int> released{0};
   std::atomic<int> runs{0};
@@ -242,7 +299,8 @@ TEST(TimersShutdown, DiscardDropsEveryPendingTimer) {
   spool::timer t = pool.post_after(1h, [&, c = release_counter(released)] { runs.fetch_add(1); });
   spool::timer p = pool.post_every(1h, [&, c = release_counter(released)] { runs.fetch_add(1); });
   auto f = pool.submit_after(1h, [] { return 1; });
-  pool.shutdown(spool::shutdown_mode::discard);
+  // The count includes every dropped timer and submit_after task.
+  EXPECT_EQ(pool.shutdown(spool::shutdown_mode::discard), 3u);
   EXPECT_EQ(runs.load(), 0);
   EXPECT_EQ(released.load(), 2);
   EXPECT_THROW(f.get(), spool::task_cancelled);

@@ -1,6 +1,5 @@
-// experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them,
-// and those `all` leaves out; with what every experiment file uses (options, the repeat loop,
-// progress lines and checks).
+// experiments.hpp: the subcommands of spool-bench, one file each, in the order `all` runs them;
+// with what every experiment file uses (options, the repeat loop, progress lines and checks).
 #pragma once
 
 #include <vector>
@@ -21,20 +20,11 @@ const experiment& pc_experiment();
 const experiment& idle_experiment();
 const experiment& elastic_experiment();
 const experiment& timers_experiment();
-const experiment& http_experiment();
-const experiment& siege_experiment();
-const experiment& cluster_experiment();
 
 inline std::vector<const experiment*> all_experiments() {
-  return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(),      &coro_experiment(),
-          &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),
-          &idle_experiment(),    &elastic_experiment(),    &timers_experiment()};
-}
-
-// Run only when named: they drive programs outside spool-bench (spoold, nginx, wrk, siege, a
-// fleet behind HAProxy) and take minutes, so `all` (and its smoke test) leaves them out.
-inline std::vector<const experiment*> standalone_experiments() {
-  return {&http_experiment(), &siege_experiment(), &cluster_experiment()};
+  return {&empty_experiment(),   &quicksort_experiment(),  &fib_experiment(), &coro_experiment(),
+          &latency_experiment(), &unbalanced_experiment(), &pc_experiment(),  &idle_experiment(),
+          &elastic_experiment(), &timers_experiment()};
 }
 
 }  // namespace bench

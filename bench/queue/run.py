@@ -32,6 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))  # wire.py: the Redis client
 from harness import ceiling, processes, proc_cpu, redis_server, report, systems  # noqa: E402
 
 SCENARIOS = ("single", "bulk", "rate")

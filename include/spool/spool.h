@@ -73,6 +73,18 @@ typedef struct spool_scale_event {
   unsigned threads_live; /* after the change */
 } spool_scale_event;
 
+/* A task as the tracing hooks see it (spool::task_info). */
+typedef struct spool_task_info {
+  const char* name; /* given with spool_submit_named (or spool::named), or NULL */
+  int worker_index; /* spool_worker_index() of the thread running it; -1 outside the pool */
+} spool_task_info;
+
+typedef enum spool_task_end {
+  SPOOL_TASK_COMPLETED = 0, /* returned */
+  SPOOL_TASK_FAILED,        /* threw (a C++ task) */
+  SPOOL_TASK_CANCELLED      /* did not run its work: cancelled or stopped before it started */
+} spool_task_end;
+
 typedef struct spool_config {
   unsigned threads;      /* worker threads of a fixed pool; 0 = number of CPUs */
   size_t queue_capacity; /* bound on tasks queued from outside the pool; 0 = unbounded */
@@ -103,6 +115,17 @@ typedef struct spool_config {
   const unsigned* affinity;
   size_t affinity_count;
   unsigned thread_capacity; /* the most threads spool_resize may allow; 0 = max_threads */
+  /* Timers at shutdown (spool::config::drain_timers_within): a drain (spool_shutdown DRAIN,
+   * spool_destroy) runs the one-shot timers due within this many milliseconds and drops the
+   * rest (their on_cancel is called; they count in spool_shutdown's dropped). 0 (default):
+   * only timers already due run, and a drain never waits for a timer. */
+  unsigned drain_timers_within_ms;
+  /* Task hooks, for tracing (spool::config::on_task_start/on_task_finish): called on the thread
+   * that runs each task, just before and just after it. NULL costs nothing. They must not block
+   * or call into the pool's lifecycle. */
+  void (*on_task_start)(const spool_task_info* task, void* arg);
+  void (*on_task_finish)(const spool_task_info* task, spool_task_end end, void* arg);
+  void* task_hook_arg;
 } spool_config;
 
 typedef struct spool_stats {
@@ -150,6 +173,11 @@ int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, si
 int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), void* arg,
                           void (*on_cancel)(void*));
 
+/* As spool_submit_priority, with a name the task hooks report (cfg.on_task_start/finish).
+ * name must outlive the task (a string literal); NULL is no name. */
+int spool_submit_named(spool_pool* pool, int priority, const char* name, void (*fn)(void*),
+                       void* arg, void (*on_cancel)(void*));
+
 /* Bracket a stretch of the calling task that blocks (I/O, locks): an elastic pool starts a
  * compensating thread at once (see spool::blocking_region). Do nothing off a pool worker.
  * Calls nest; each begin needs its end on the same thread. */
@@ -167,12 +195,27 @@ int spool_isolate(spool_pool* pool, void (*fn)(void*), void* arg);
 /* Blocks until nothing is queued or running. SPOOL_EDEADLK from a worker of this pool. */
 int spool_wait_idle(spool_pool* pool);
 
-/* Stops accepting submissions from outside the pool; returns at once. */
+/* Stops accepting submissions from outside the pool; returns at once. SPOOL_EINVAL for the
+ * default pool, as spool_shutdown and spool_destroy: that pool ends only at exit. */
 int spool_close(spool_pool* pool);
 
 /* Refuses new work, runs or drops what is queued, joins the threads. The pool must still be
- * destroyed. dropped (may be NULL) receives how many tasks were dropped. */
+ * destroyed. dropped (may be NULL) receives how many tasks were dropped, pending timers
+ * included (a drain drops the timers not due within cfg.drain_timers_within_ms). */
 int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped);
+
+/* What spool_shutdown_timed did (spool::shutdown_report). */
+typedef struct spool_shutdown_report {
+  size_t dropped;        /* tasks dropped unrun: queued when the deadline passed, and timers */
+  size_t timers_dropped; /* of those, timers not due by the deadline, and periodic ones */
+  int timed_out;         /* 1: the deadline passed with tasks still queued or running */
+} spool_shutdown_report;
+
+/* A drain with a deadline timeout_ms (>= 0) from now: timers due by then run, the rest are
+ * dropped; queued tasks run until the deadline and what is still queued then is dropped (its
+ * on_cancel called); running tasks finish. Joins. report may be NULL. SPOOL_EINVAL for a
+ * negative timeout or the default pool; SPOOL_EDEADLK from a worker of this pool. */
+int spool_shutdown_timed(spool_pool* pool, long timeout_ms, spool_shutdown_report* report);
 
 /* Drains, joins and frees. From a worker of this pool: SPOOL_EDEADLK, and nothing is freed. */
 int spool_destroy(spool_pool* pool);
@@ -181,6 +224,10 @@ int spool_get_stats(const spool_pool* pool, spool_stats* out);
 
 /* The calling thread's worker index in its pool, or -1 if it is not a pool worker. */
 int spool_worker_index(void);
+
+/* The pool whose task the calling thread runs (see spool::this_pool), or NULL elsewhere and
+ * inside a task of a pool made through the C++ API. */
+spool_pool* spool_this_pool(void);
 
 /* A static English description of a SPOOL_E* code. */
 const char* spool_strerror(int code);
@@ -208,7 +255,7 @@ int spool_wait_idle_for(spool_pool* pool, long timeout_ms);
 
 /* The process-wide pool (spool::default_pool(), the same pool), created on first use with
  * one worker per CPU; NULL if it could not be created. It is shut down, draining, at exit,
- * and never freed: spool_shutdown and spool_destroy refuse it (SPOOL_EINVAL). */
+ * and never freed: spool_close, spool_shutdown and spool_destroy refuse it (SPOOL_EINVAL). */
 spool_pool* spool_default_pool(void);
 
 /* The CPUs this process may use, ascending: writes up to cap ids to cpus and returns how many
@@ -288,12 +335,13 @@ int spool_cancel_requested(const spool_cancel_token* token);
  * when the timer stops without running to its end: a one-shot timer cancelled or dropped
  * before fn ran, or due after spool_close (refused); a periodic timer whenever it stops (it
  * has no other end). It is called from the thread that stops the timer (spool_timer_cancel's
- * caller, a worker, the timer thread, or the shutting-down thread). Shutdown: DRAIN waits
- * for pending one-shot timers to come due and run and stops periodic ones; DISCARD drops
- * every pending timer. A refused call (SPOOL_ESHUTDOWN once shutdown has begun, SPOOL_EINVAL,
- * SPOOL_ENOMEM, SPOOL_ESYSTEM if the timer thread cannot start) never calls fn or on_cancel.
- * handle (may be NULL) receives a handle for spool_timer_cancel, which the caller must give
- * back with spool_timer_release; releasing it does not cancel the timer. */
+ * caller, a worker, the timer thread, or the shutting-down thread). Shutdown: DRAIN runs the
+ * pending one-shot timers due within cfg.drain_timers_within_ms (0: those already due) and
+ * drops the rest and every periodic one; DISCARD drops every pending timer; dropped timers
+ * count in spool_shutdown's dropped. A refused call (SPOOL_ESHUTDOWN once shutdown has begun,
+ * SPOOL_EINVAL, SPOOL_ENOMEM, SPOOL_ESYSTEM if the timer thread cannot start) never calls fn or
+ * on_cancel. handle (may be NULL) receives a handle for spool_timer_cancel, which the caller must
+ * give back with spool_timer_release; releasing it does not cancel the timer. */
 typedef struct spool_timer spool_timer;
 
 /* fn(arg) once, delay_ns nanoseconds from now (a delay past the clock's range: never). */
@@ -307,9 +355,9 @@ int spool_post_every(spool_pool* pool, uint64_t period_ns, void (*fn)(void*), vo
 
 /* Either of the above at a priority: period_ns 0 is one-shot after delay_ns, otherwise the
  * first run is delay_ns from now and the next ones every period_ns. */
-int spool_post_after_priority(spool_pool* pool, int priority, uint64_t delay_ns,
-                              uint64_t period_ns, void (*fn)(void*), void* arg,
-                              void (*on_cancel)(void*), spool_timer** handle);
+int spool_post_after_priority(spool_pool* pool, int priority, uint64_t delay_ns, uint64_t period_ns,
+                              void (*fn)(void*), void* arg, void (*on_cancel)(void*),
+                              spool_timer** handle);
 
 /* Stops the timer: 1 if that prevented a run that would otherwise have started (a one-shot
  * timer not yet started; a periodic timer still live, whose run in progress, if any, then
@@ -332,6 +380,25 @@ int spool_submit_cancellable(spool_pool* pool, int priority, void (*fn)(void*), 
                              void (*on_cancel)(void*), spool_task** handle);
 int spool_task_cancel(spool_task* task);
 int spool_task_release(spool_task* task);
+
+/* Stop sources (std::stop_source in C++): one request stops every task submitted with the
+ * source that has not started. spool_stop_source_request returns 1 if this call made the
+ * request, 0 if it had been made; spool_stop_source_requested returns 1 or 0 (SPOOL_EINVAL
+ * for NULL). A source may be destroyed while tasks submitted with it are still queued. */
+typedef struct spool_stop_source spool_stop_source;
+int spool_stop_source_create(spool_stop_source** out);
+int spool_stop_source_request(spool_stop_source* source);
+int spool_stop_source_requested(const spool_stop_source* source);
+int spool_stop_source_destroy(spool_stop_source* source);
+
+/* As spool_submit_priority, with a stop source: if a stop is requested before a worker starts
+ * the task, fn is not called and on_cancel(arg) is (when a worker reaches the task, or the pool
+ * drops it); the task counts in stats.cancelled. SPOOL_ECANCELED, with nothing called and arg
+ * left with the caller, if the stop was requested before this call; SPOOL_EINVAL for a NULL
+ * pool, fn or source. A task that has started is not interrupted: it may look at the source
+ * itself (spool_stop_source_requested) while the caller keeps the source alive. */
+int spool_submit_stoppable(spool_pool* pool, int priority, spool_stop_source* source,
+                           void (*fn)(void*), void* arg, void (*on_cancel)(void*));
 
 #ifdef __cplusplus
 }

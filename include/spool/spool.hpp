@@ -15,6 +15,11 @@
 //    instead (the destructor, which cannot throw, terminates the program with a message).
 //  - Waiting on a future from a worker runs other tasks meanwhile (help while waiting), so
 //    the waiting task's stack can grow by the depth of what it helps with.
+//  - Continuations that run inline (then_inline, or any continuation whose pool refuses it
+//    or is gone) run on the thread that completes their source: keep them short and do not
+//    block in them.
+//  - Futures, promises and coroutines may outlive their pool; task groups and timers' pools
+//    must outlive calls on the groups (spool/task_group.hpp).
 #pragma once
 
 #include <chrono>
@@ -24,6 +29,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -31,10 +37,14 @@
 #include <vector>
 
 #include "spool/detail/future_state.hpp"
+#include "spool/detail/stop.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/error.hpp"
 #include "spool/future.hpp"
+#include "spool/priority.hpp"
 #include "spool/timer.hpp"
+
+struct spool_pool;  // a pool of the C API (spool/spool.h), which keeps a C++ face
 
 namespace spool {
 
@@ -56,11 +66,6 @@ enum class shutdown_mode {
   discard,  // refuse new work, drop everything queued (futures report cancellation), join
 };
 
-// Priority of a submission. Higher levels run first, FIFO within a level (see config::aging).
-// normal takes the fast paths (own deque, producer slot); low and high go through a shared
-// priority queue that every worker looks at, high before its own deque, low after all else.
-enum class priority : unsigned char { low = 0, normal = 1, high = 2 };
-
 // A change in the number of worker threads, as told to config::on_scale.
 struct scale_event {
   enum class kind : unsigned char { started, retired };
@@ -77,6 +82,15 @@ struct scale_event {
   unsigned worker_index;  // the thread's this_worker_index()
   unsigned threads_live;  // live threads after the change
 };
+
+// A task as the tracing hooks see it (config::on_task_start, on_task_finish).
+struct task_info {
+  const char* name;  // the name its callable was given with spool::named, or null
+  int worker_index;  // this_worker_index() of the thread running it: -1 for a thread outside
+};
+// How a task ended, for config::on_task_finish: returned, threw, or did not run its work (it
+// was cancelled before it started: a future's cancel(), a stop token, a cancelled group).
+enum class task_end : unsigned char { completed, failed, cancelled };
 
 struct config {
   // Worker threads of a fixed-size pool; 0 means std::thread::hardware_concurrency().
@@ -145,6 +159,18 @@ struct config {
   // is reported to stderr and ignored, as on_scale's.
   std::function<void(unsigned worker_index)> on_worker_start = {};
   std::function<void(unsigned worker_index)> on_worker_stop = {};
+  // Task hooks, for tracing: called on the thread that runs a task, on_task_start just before
+  // it and on_task_finish just after, with the task's name (spool::named) and the thread's
+  // worker index. Every task that starts is reported (submit, post, continuations, timers'
+  // runs, group tasks, a range's chunks, coroutine resumptions; a task an outside waiter or
+  // caller_runs runs on its own thread too), so a start and its finish pair up on one thread
+  // and nest when a waiting task helps; a task dropped unrun by a shutdown is not. Not a fork
+  // taken back and run in place by its own forking task (it is part of that task). Unset,
+  // they cost nothing: the check is folded into a load every task makes anyway. They must
+  // not block or call into the pool's lifecycle; an exception is reported to stderr and
+  // ignored, as the worker hooks'.
+  std::function<void(const task_info&)> on_task_start = {};
+  std::function<void(const task_info&, task_end)> on_task_finish = {};
   // CPU ids to pin the workers to: worker i runs only on affinity[i % affinity.size()] (so
   // the list is used round-robin; allowed_cpus() gives every CPU this process may use). Empty:
   // workers are not pinned. An id outside the process's CPU set (sched_getaffinity) gives
@@ -155,6 +181,27 @@ struct config {
   // The most threads pool::resize() may ever allow: worker slots for this many are set aside
   // at construction. 0 means max_threads. Must be >= max_threads.
   unsigned thread_capacity = 0;
+
+  // ---- Timers at shutdown ----
+  // What shutdown(drain) and the destructor do with pending timers (src/timers/README.md):
+  // one-shot timers due within this long of the shutdown still fire and run; the rest, and
+  // every periodic timer, are dropped (a submit_after future reports task_cancelled, a C
+  // timer's on_cancel is called) and counted in shutdown()'s result. So a drain waits on the
+  // clock at most this long: 0 (the default) runs only timers already due and never waits.
+  // Must be >= 0.
+  std::chrono::nanoseconds drain_timers_within = std::chrono::nanoseconds::zero();
+};
+
+// What shutdown_until() and shutdown_for() did.
+struct shutdown_report {
+  // Tasks dropped without running: queued when the deadline passed, and pending timers.
+  std::size_t dropped = 0;
+  // Of those, timers: one-shot timers not due by the deadline, and periodic ones.
+  std::size_t timers_dropped = 0;
+  // The deadline passed with tasks still queued or running: the queued ones were dropped,
+  // the running ones finished (a task is never interrupted; one that takes a std::stop_token
+  // sees the pool's stop requested).
+  bool timed_out = false;
 };
 
 // A snapshot of the pool's counters. Each field is read atomically, but the fields are not
@@ -192,23 +239,99 @@ class pool {
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
 
-  // Runs f(args...) on the pool. Throws spool::error if the submission is refused.
+  // Runs f(args...) on the pool. Throws spool::error if the submission is refused, with
+  // errc::invalid_argument for a null function (pointer, member pointer, empty std::function).
+  // An f that takes a std::stop_token before its arguments is called as f(token, args...)
+  // with the pool's token (get_stop_token()): stop is requested when the pool's shutdown
+  // begins.
   template <class F, class... Args>
-  [[nodiscard]] auto submit(F&& f, Args&&... args)
-      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+  [[nodiscard]] auto submit(F&& f, Args&&... args) -> future<detail::call_result_t<F, Args...>> {
     return submit(priority::normal, std::forward<F>(f), std::forward<Args>(args)...);
   }
   // As above, at priority p.
   template <class F, class... Args>
   [[nodiscard]] auto submit(priority p, F&& f, Args&&... args)
-      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    using result = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-    auto call = bind(std::forward<F>(f), std::forward<Args>(args)...);
-    auto* t = new detail::future_task<decltype(call), result>(core_, std::move(call));
+      -> future<detail::call_result_t<F, Args...>> {
+    using result = detail::call_result_t<F, Args...>;
+    detail::check_callable(f);
+    if constexpr (detail::takes_stop_token_v<std::decay_t<F>, std::decay_t<Args>...>) {
+      return submit_call<result>(
+          p, bind(std::forward<F>(f), get_stop_token(), std::forward<Args>(args)...));
+    } else {
+      return submit_call<result>(p, bind(std::forward<F>(f), std::forward<Args>(args)...));
+    }
+  }
+
+  // ---- Stop tokens: cancellation that a std::stop_token requests ----
+  // submit(token, f, args...): as submit(f, args...), but a stop requested on `token` before
+  // the task starts cancels it, as future::cancel() would: the future reports
+  // task_cancelled at once, the callable is released, the queued task is dropped when a
+  // worker meets it (stats::cancelled). Once the task has started, a stop request does not
+  // interrupt it: an f that takes a std::stop_token first receives `token` and may stop
+  // early. Any std::stop_token works: a std::stop_source's, a task_group's
+  // (task_group::get_stop_token), this pool's (get_stop_token, stopped when shutdown
+  // begins), a std::jthread's.
+  template <class F, class... Args>
+  [[nodiscard]] auto submit(std::stop_token token, F&& f, Args&&... args)
+      -> future<detail::call_result_t<F, Args...>> {
+    return submit(priority::normal, std::move(token), std::forward<F>(f),
+                  std::forward<Args>(args)...);
+  }
+  template <class F, class... Args>
+  [[nodiscard]] auto submit(priority p, std::stop_token token, F&& f, Args&&... args)
+      -> future<detail::call_result_t<F, Args...>> {
+    using result = detail::call_result_t<F, Args...>;
+    detail::check_callable(f);
+    auto make = [&]() {
+      if constexpr (detail::takes_stop_token_v<std::decay_t<F>, std::decay_t<Args>...>) {
+        return bind(std::forward<F>(f), token, std::forward<Args>(args)...);
+      } else {
+        return bind(std::forward<F>(f), std::forward<Args>(args)...);
+      }
+    };
+    auto call = make();
+    auto* t = new detail::stoppable_future_task<decltype(call), result>(ref(), std::move(token),
+                                                                        std::move(call));
     detail::state<result>* s = t;
     throw_if_error(enqueue(t, p));
     return future<result>(s);
   }
+  // post(token, f): as post(f), but skipped (counted cancelled, the callable destroyed) if
+  // `token` is stopped when a worker takes the task; an f that takes a std::stop_token
+  // receives `token`.
+  template <class F>
+  void post(std::stop_token token, F&& f) {
+    throw_if_error(try_post(priority::normal, std::move(token), std::forward<F>(f)));
+  }
+  template <class F>
+  void post(priority p, std::stop_token token, F&& f) {
+    throw_if_error(try_post(p, std::move(token), std::forward<F>(f)));
+  }
+  template <class F>
+  [[nodiscard]] std::error_code try_post(std::stop_token token, F&& f) noexcept {
+    return try_post(priority::normal, std::move(token), std::forward<F>(f));
+  }
+  template <class F>
+  [[nodiscard]] std::error_code try_post(priority p, std::stop_token token, F&& f) noexcept {
+    if (detail::is_null_callable(f)) return errc::invalid_argument;
+    detail::task* t;
+    try {
+      if constexpr (detail::takes_stop_token_v<std::decay_t<F>>) {
+        auto call = bind(std::forward<F>(f), token);
+        t = new detail::stoppable_post_task<decltype(call)>(std::move(token), std::move(call));
+      } else {
+        t = new detail::stoppable_post_task<std::decay_t<F>>(std::move(token), std::forward<F>(f));
+      }
+    } catch (...) {
+      return errc::no_memory;
+    }
+    return enqueue(t, p);
+  }
+  // The pool's stop token: stop is requested when its shutdown begins (shutdown(),
+  // shutdown_until(), the destructor), before anything is dropped or drained. Tasks and
+  // coroutines given it learn that the pool is going away (see submit(token, ...) and
+  // spool::start in spool/coro.hpp).
+  std::stop_token get_stop_token() const noexcept;
 
   // Runs f() on the pool without a future. An exception it throws goes to
   // config::on_exception. Throws spool::error if the submission is refused.
@@ -228,9 +351,15 @@ class pool {
   }
   template <class F>
   [[nodiscard]] std::error_code try_post(priority p, F&& f) noexcept {
+    if (detail::is_null_callable(f)) return errc::invalid_argument;
     detail::task* t;
     try {
-      t = new detail::post_task<std::decay_t<F>>(std::forward<F>(f));
+      if constexpr (detail::takes_stop_token_v<std::decay_t<F>>) {
+        auto call = bind(std::forward<F>(f), get_stop_token());
+        t = new detail::post_task<decltype(call)>(std::move(call));
+      } else {
+        t = new detail::post_task<std::decay_t<F>>(std::forward<F>(f));
+      }
     } catch (...) {
       return errc::no_memory;
     }
@@ -266,6 +395,7 @@ class pool {
   // copy of its own.
   template <class F>
   [[nodiscard]] bulk_result try_post_n(std::size_t n, const F& f) noexcept {
+    if (detail::is_null_callable(f)) return {0, errc::invalid_argument};
     auto make = [](void* fn, std::size_t i) noexcept -> detail::task* {
       const F& g = *static_cast<const F*>(fn);
       try {
@@ -305,10 +435,10 @@ class pool {
   // submission, except that it never waits for room: a due timer enters a full bounded
   // queue past its bound. Once the pool is closed, a due timer is refused: post_after's and
   // post_every's callables then report spool::error(errc::shut_down) to config::on_exception
-  // (called on the timer thread), submit_after's future reports it. Shutdown: drain waits for every pending one-shot timer
-  // to come due and run, and stops periodic ones; discard drops every pending timer (its
-  // future reports task_cancelled). wait_idle() does not wait for timers that are not yet
-  // due. A pending timer is not counted in stats until it is due. Throws spool::error
+  // (called on the timer thread), submit_after's future reports it. Shutdown: drain waits for every
+  // pending one-shot timer to come due and run, and stops periodic ones; discard drops every
+  // pending timer (its future reports task_cancelled). wait_idle() does not wait for timers that
+  // are not yet due. A pending timer is not counted in stats until it is due. Throws spool::error
   // (errc::shut_down once shutdown has begun, errc::system if the timer thread cannot start,
   // errc::invalid_argument for a period <= 0).
 
@@ -325,8 +455,8 @@ class pool {
   template <class F, class Duration>
   [[nodiscard]] timer post_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when,
                               F&& f, priority p = priority::normal) {
-    return schedule(p, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(when),
-                    {}, std::forward<F>(f));
+    return schedule(p, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(when), {},
+                    std::forward<F>(f));
   }
   // Runs f() every `period`, the first time one period from now, until the timer is
   // cancelled or the pool shuts down. Runs never overlap: the next deadline is set when a
@@ -347,12 +477,12 @@ class pool {
     return submit_after(priority::normal, delay, std::forward<F>(f), std::forward<Args>(args)...);
   }
   template <class F, class... Args>
-  [[nodiscard]] auto submit_after(priority p, std::chrono::nanoseconds delay, F&& f,
-                                  Args&&... args)
+  [[nodiscard]] auto submit_after(priority p, std::chrono::nanoseconds delay, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     using result = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+    detail::check_callable(f);
     auto call = bind(std::forward<F>(f), std::forward<Args>(args)...);
-    auto* t = new detail::delayed_task<decltype(call), result>(core_, std::move(call));
+    auto* t = new detail::delayed_task<decltype(call), result>(ref(), std::move(call));
     t->deadline = detail::deadline_after(delay);
     t->prio = p;
     if (std::error_code ec = detail::timer_schedule(*core_, *t)) {
@@ -367,11 +497,24 @@ class pool {
 
   // Stops accepting submissions from outside the pool and returns at once; queued tasks still
   // run. (tpool_shutdown's behaviour.) A later shutdown() or the destructor joins.
-  void close() noexcept;
+  // close(), shutdown(), shutdown_until() and shutdown_for() on default_pool() throw
+  // spool::error(errc::invalid_argument): that pool ends only at exit.
+  void close();
 
   // Refuses new work, then runs (drain) or drops (discard) what is queued, waits for running
-  // tasks, and joins the workers. Returns how many tasks were dropped. Safe to call twice.
+  // tasks, and joins the workers. Returns how many tasks were dropped, pending timers included
+  // (a drain runs the timers due within config::drain_timers_within and drops the rest).
+  // Safe to call twice (the second returns 0).
   std::size_t shutdown(shutdown_mode mode = shutdown_mode::drain);
+  // A drain with a deadline: timers due by the deadline run, the others are dropped at once;
+  // queued tasks run until the deadline, and whatever is still queued then is dropped (as by
+  // shutdown(discard)); tasks running then finish. Joins. The report says what was dropped.
+  shutdown_report shutdown_until(std::chrono::steady_clock::time_point deadline);
+  template <class Rep, class Period>
+  shutdown_report shutdown_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return shutdown_until(
+        detail::deadline_after(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout)));
+  }
 
   stats statistics() const noexcept;
   // Live worker threads now (between min_threads and max_threads for an elastic pool).
@@ -410,17 +553,35 @@ class pool {
   friend class task_group;  // submits its own task type (spool/task_group.hpp)
   friend struct detail::pool_access;
 
+  template <class R, class C>
+  future<R> submit_call(priority p, C&& call) {
+    auto* t = new detail::future_task<std::decay_t<C>, R>(ref(), std::forward<C>(call));
+    detail::state<R>* s = t;
+    throw_if_error(enqueue(t, p));
+    return future<R>(s);
+  }
+  // The callable a task holds: f with its arguments bound (a named f keeps its name outside,
+  // where the task finds it).
   template <class F, class... Args>
   static auto bind(F&& f, Args&&... args) {
-    return
-        [fn = std::forward<F>(f), ... as = std::forward<Args>(args)]() mutable -> decltype(auto) {
-          return std::invoke(std::move(fn), std::move(as)...);
-        };
+    if constexpr (detail::is_named_v<F>) {
+      const char* name = f.name;
+      auto inner = bind(std::forward<F>(f).fn, std::forward<Args>(args)...);
+      return detail::named_fn<decltype(inner)>{name, std::move(inner)};
+    } else {
+      return
+          [fn = std::forward<F>(f), ... as = std::forward<Args>(args)]() mutable -> decltype(auto) {
+            return std::invoke(std::move(fn), std::move(as)...);
+          };
+    }
   }
   std::error_code enqueue(detail::task* t, priority p = priority::normal) noexcept;
+  // errc::invalid_argument on default_pool(), which ends only at exit.
+  void refuse_if_default() const;
   template <class F>
   timer schedule(priority p, std::chrono::steady_clock::time_point deadline,
                  std::chrono::nanoseconds period, F&& f) {
+    detail::check_callable(f);
     auto* e = new detail::timer_entry_of<std::decay_t<F>>(*core_, period, std::forward<F>(f));
     e->deadline = deadline;
     e->prio = p;
@@ -450,17 +611,35 @@ class pool {
     if (ec) throw error(static_cast<errc>(ec.value()));
   }
 
-  detail::core* core_;
+  detail::pool_ref ref() const noexcept { return {core_, stamp_}; }
 
-  // default_pool(): a pool face over a core that the C API's default pool owns.
-  friend pool& default_pool();
+  detail::core* core_;
+  std::uint32_t stamp_;  // core_'s life (src/lifetime/)
+
+  // A pool face over a core that a C pool owns (spool_pool; the default pool is one).
+  friend struct ::spool_pool;
   struct borrowed_core {};
   pool(borrowed_core, detail::core* c) noexcept;
   bool owns_core_ = true;
 };
 
+// f with a name, for tracing: submit, post, submit_after, post_after/at/every, then (and
+// then_try, then_error) and task_group::run accept it wherever they accept f, and the task
+// reports `name` to config::on_task_start and on_task_finish. name must outlive the task (a
+// string literal). Costs a pointer in the task; an unnamed task is unchanged.
+template <class F>
+detail::named_fn<std::decay_t<F>> named(const char* name, F&& f) {
+  return {name, std::forward<F>(f)};
+}
+
 // The calling thread's position in its pool: 0..max_threads-1 on a worker, -1 elsewhere.
 int this_worker_index() noexcept;
+
+// The pool whose task the calling thread is running: inside a task (on a worker, or run by a
+// thread outside the pool: an outside waiter's own task, caller_runs) that task's pool; null
+// elsewhere, including in a continuation run inline on a thread outside any pool. Inside a
+// task of a pool made through the C API (or of default_pool()), the C++ face of that pool.
+pool* this_pool() noexcept;
 
 // ---- Process-wide pool and placement helpers ----
 // A pool for the whole process, created on first use (thread-safe) with default settings: a

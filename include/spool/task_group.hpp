@@ -22,6 +22,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -49,6 +50,8 @@ struct group_access;  // the C API's way in (src/api/c_group.cpp)
 // The group's side of its tasks, for the task types here and in the C API.
 bool group_cancelled(const group_state& g) noexcept;
 cancellation_token group_token(const group_state& g) noexcept;
+// The group's cancellation as a std::stop_token (made on first use).
+std::stop_token group_stop_token(group_state& g);
 // A task of g has ended: ran (completed, failed with `failure`) or skipped (cancelled).
 void group_task_finished(group_state& g, outcome how, std::exception_ptr failure) noexcept;
 // The pool dropped a task of g unrun: g is cancelled, and the task counts as cancelled.
@@ -93,6 +96,8 @@ class group_task final : public task {
       try {
         if constexpr (std::is_invocable_v<F&, cancellation_token>) {
           fn_(group_token(g));
+        } else if constexpr (std::is_invocable_v<F&, std::stop_token>) {
+          fn_(group_stop_token(g));
         } else {
           fn_();
         }
@@ -114,6 +119,7 @@ class group_task final : public task {
   }
 
   void destroy() noexcept override { delete this; }
+  const char* name() const noexcept override { return name_of(fn_); }
 
  private:
   group_state& group_;
@@ -151,12 +157,12 @@ class task_group {
   task_group& operator=(const task_group&) = delete;
 
   // Runs f on the pool as a task of this group. f is invoked as f(token()) if it accepts a
-  // cancellation_token, else as f(). If the group (or an ancestor) is cancelled before the task
-  // starts, f is not invoked: it is destroyed and the task counts as cancelled (in cancelled()
-  // and in the pool's stats::cancelled); this holds for tasks run after cancel() too. An
-  // exception f throws is counted in failed() and reported by wait() and on_finished.
-  // Throws spool::error, with the group's counts unchanged, if the pool refuses the task (as
-  // pool::post does). From a worker of the pool it never blocks.
+  // cancellation_token, as f(get_stop_token()) if it accepts a std::stop_token, else as f(). If the
+  // group (or an ancestor) is cancelled before the task starts, f is not invoked: it is destroyed
+  // and the task counts as cancelled (in cancelled() and in the pool's stats::cancelled); this
+  // holds for tasks run after cancel() too. An exception f throws is counted in failed() and
+  // reported by wait() and on_finished. Throws spool::error, with the group's counts unchanged, if
+  // the pool refuses the task (as pool::post does). From a worker of the pool it never blocks.
   template <class F>
   void run(F&& f) {
     run(priority::normal, std::forward<F>(f));
@@ -164,9 +170,12 @@ class task_group {
   template <class F>
   void run(priority p, F&& f) {
     using fn_type = std::decay_t<F>;
-    static_assert(
-        std::is_invocable_v<fn_type&, cancellation_token> || std::is_invocable_v<fn_type&>,
-        "task_group::run needs a callable taking () or (spool::cancellation_token)");
+    static_assert(std::is_invocable_v<fn_type&, cancellation_token> ||
+                      std::is_invocable_v<fn_type&, std::stop_token> ||
+                      std::is_invocable_v<fn_type&>,
+                  "task_group::run needs a callable taking (), (spool::cancellation_token) or "
+                  "(std::stop_token)");
+    detail::check_callable(f);
     detail::task* t;
     try {
       t = new detail::group_task<fn_type>(*state_, std::forward<F>(f));
@@ -204,6 +213,11 @@ class task_group {
   // cancel() was called on this group or an ancestor, or the pool dropped one of its tasks.
   bool is_cancelled() const noexcept;
   cancellation_token token() const noexcept;
+  // The group's cancellation as a std::stop_token: stop is requested when the group or an
+  // ancestor is cancelled (as token().cancelled() turns true). Give it to pool::submit,
+  // pool::post or spool::start to cancel that work with the group; it stays valid after the
+  // group is destroyed. Throws std::bad_alloc if its state cannot be made.
+  std::stop_token get_stop_token() const;
 
   // Sets (or, with an empty function, clears) the callback told of each drain: each time the
   // pending count drops to zero after at least one task finished, it is called with the

@@ -15,6 +15,19 @@
 // the pool's keep-alive) is a reason to trim again too. So is a connection that never reached a
 // connection thread: queue's handshake stage frees the TLS state of every handshake it drops
 // (a wave of abandoned handshakes takes tens of KiB each) on its own thread.
+//
+// malloc_trim hands back the free pages inside each arena's bins and the free top of the main
+// arena, but not the free top of any other arena: glibc shrinks those only in free(), when the
+// chunk it frees there coalesces to 64 KiB or more and the top is past the trim threshold. And
+// malloc_trim first consolidates each arena's fastbins, coalescing their chunks with their free
+// neighbours, so free memory that a fastbin chunk kept apart from the top joins the top there,
+// out of reach of every later trim until that arena frees again. make_freed_memory_trimmable
+// turns the fastbins off at start-up: every free() then coalesces at once, so free memory next
+// to an arena's top joins it in free() itself, which trims the top, and what stays apart lies in
+// the bins, where malloc_trim reaches it. Small frees still go to the per-thread tcache first.
+// A top keeps at most the trim threshold: 128 KiB, or twice the largest mmapped chunk freed
+// since (glibc's dynamic threshold, up to 64 MiB), left dynamic so that large buffers, such as
+// a pipelined burst's answers, keep coming from the arenas rather than from mmap each time.
 #pragma once
 
 #include <malloc.h>
@@ -24,6 +37,18 @@
 #include <cstddef>
 
 namespace spoold {
+
+// At start-up, before other threads exist (mallopt consolidates only the main arena's
+// fastbins). False if glibc refused: then a non-main arena's top may keep what it was freed.
+// Under AddressSanitizer, whose allocator replaces glibc's and whose mallopt does nothing and
+// answers 0, there are no fastbins to turn off.
+inline bool make_freed_memory_trimmable() noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#else
+  return ::mallopt(M_MXFAST, 0) == 1;
+#endif
+}
 
 class memory_trim {
  public:

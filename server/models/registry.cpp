@@ -12,7 +12,7 @@ struct model_entry {
 };
 
 // In the order of the ZeroHTTPd article's table, the default (options.hpp) first; --help and
-// bench/servers/spoold.hpp list them so too.
+// bench/load/servers/spoold.hpp list them so too.
 constexpr model_entry models[] = {
     {"epoll", make_epoll_model},       {"iterative", make_iterative_model},
     {"forking", make_forking_model},   {"preforked", make_preforked_model},

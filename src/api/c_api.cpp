@@ -10,6 +10,7 @@
 #include "api/c_task.hpp"
 #include "api/default_pool.hpp"
 #include "core.hpp"
+#include "lifetime/lifetime.hpp"
 #include "spool/spool.h"
 
 namespace {
@@ -54,11 +55,32 @@ spool::config to_cpp(const spool_config& c) {
     };
   }
   if (c.affinity_count != 0) cfg.affinity.assign(c.affinity, c.affinity + c.affinity_count);
+  if (c.on_task_start != nullptr) {
+    cfg.on_task_start = [fn = c.on_task_start, arg = c.task_hook_arg](const spool::task_info& t) {
+      const spool_task_info info{t.name, t.worker_index};
+      fn(&info, arg);
+    };
+  }
+  if (c.on_task_finish != nullptr) {
+    cfg.on_task_finish = [fn = c.on_task_finish, arg = c.task_hook_arg](const spool::task_info& t,
+                                                                        spool::task_end end) {
+      const spool_task_info info{t.name, t.worker_index};
+      fn(&info, static_cast<spool_task_end>(end), arg);
+    };
+  }
   cfg.thread_capacity = c.thread_capacity;
+  cfg.drain_timers_within = std::chrono::milliseconds(c.drain_timers_within_ms);
   return cfg;
 }
 
 }  // namespace
+
+spool_pool::spool_pool(const spool::config& cfg)
+    : core(*spool::detail::create_core(cfg)), face(spool::pool::borrowed_core{}, &core) {
+  core.set_c_face(this);
+}
+
+spool_pool::~spool_pool() { spool::detail::destroy_core(&core); }
 
 extern "C" {
 
@@ -92,6 +114,11 @@ void spool_config_init(spool_config* cfg) {
   cfg->affinity = nullptr;
   cfg->affinity_count = 0;
   cfg->thread_capacity = defaults.thread_capacity;
+  cfg->drain_timers_within_ms =
+      static_cast<unsigned>(duration_cast<ms>(defaults.drain_timers_within).count());
+  cfg->on_task_start = nullptr;
+  cfg->on_task_finish = nullptr;
+  cfg->task_hook_arg = nullptr;
 }
 
 int spool_create(const spool_config* cfg, spool_pool** out) {
@@ -124,6 +151,15 @@ int spool_submit_priority(spool_pool* pool, int priority, void (*fn)(void*), voi
   if (pool == nullptr || fn == nullptr) return SPOOL_EINVAL;
   if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
   auto* t = new (std::nothrow) c_task(fn, arg, on_cancel);
+  if (t == nullptr) return SPOOL_ENOMEM;
+  return to_c(pool->core.submit(t, static_cast<spool::priority>(priority)));
+}
+
+int spool_submit_named(spool_pool* pool, int priority, const char* name, void (*fn)(void*),
+                       void* arg, void (*on_cancel)(void*)) {
+  if (pool == nullptr || fn == nullptr) return SPOOL_EINVAL;
+  if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
+  auto* t = new (std::nothrow) c_task(fn, arg, on_cancel, name);
   if (t == nullptr) return SPOOL_ENOMEM;
   return to_c(pool->core.submit(t, static_cast<spool::priority>(priority)));
 }
@@ -178,7 +214,7 @@ int spool_wait_idle(spool_pool* pool) {
 }
 
 int spool_close(spool_pool* pool) {
-  if (pool == nullptr) return SPOOL_EINVAL;
+  if (pool == nullptr || spool::detail::is_default_pool(pool)) return SPOOL_EINVAL;
   pool->core.close();
   return SPOOL_OK;
 }
@@ -190,6 +226,21 @@ int spool_shutdown(spool_pool* pool, spool_shutdown_mode mode, size_t* dropped) 
   std::memcpy(&m, &mode, sizeof m);
   if (m != SPOOL_SHUTDOWN_DRAIN && m != SPOOL_SHUTDOWN_DISCARD) return SPOOL_EINVAL;
   return to_c(pool->core.shutdown(static_cast<spool::shutdown_mode>(mode), dropped));
+}
+
+int spool_shutdown_timed(spool_pool* pool, long timeout_ms, spool_shutdown_report* report) {
+  if (pool == nullptr || spool::detail::is_default_pool(pool) || timeout_ms < 0) {
+    return SPOOL_EINVAL;
+  }
+  const auto deadline = spool::detail::deadline_after(std::chrono::milliseconds(timeout_ms));
+  spool::shutdown_report r;
+  const int rc = to_c(pool->core.shutdown(spool::shutdown_mode::drain, &deadline, &r));
+  if (rc == SPOOL_OK && report != nullptr) {
+    report->dropped = r.dropped;
+    report->timers_dropped = r.timers_dropped;
+    report->timed_out = r.timed_out ? 1 : 0;
+  }
+  return rc;
 }
 
 int spool_destroy(spool_pool* pool) {
@@ -222,6 +273,12 @@ int spool_get_stats(const spool_pool* pool, spool_stats* out) {
 }
 
 int spool_worker_index(void) { return spool::this_worker_index(); }
+
+spool_pool* spool_this_pool(void) {
+  if (const spool::detail::worker* w = spool::detail::current_worker()) return w->owner.c_face();
+  if (const spool::detail::core* c = spool::detail::core::running_outside()) return c->c_face();
+  return nullptr;
+}
 
 int spool_resize(spool_pool* pool, unsigned min_threads, unsigned max_threads) {
   if (pool == nullptr) return SPOOL_EINVAL;

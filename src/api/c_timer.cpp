@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <new>
+#include <stop_token>
 
 #include "api/c_task.hpp"
 #include "core.hpp"
@@ -77,6 +78,39 @@ class c_cancellable final : public task {
   std::atomic<std::uint32_t> refs_{2};
 };
 
+// A C task that a stop source skips: checked when a worker takes it (no callback to register,
+// so the source may go while the task is queued: the token shares its state).
+class c_stoppable final : public task {
+ public:
+  c_stoppable(std::stop_token st, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
+      : st_(std::move(st)), fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
+
+  outcome run(core&) noexcept override {
+    if (st_.stop_requested()) {
+      cancel();
+      return outcome::cancelled;
+    }
+    auto fn = fn_;
+    void* arg = arg_;
+    delete this;
+    fn(arg);
+    return outcome::completed;
+  }
+  void cancel() noexcept override {
+    auto hook = on_cancel_;
+    void* arg = arg_;
+    delete this;
+    if (hook != nullptr) hook(arg);
+  }
+  void destroy() noexcept override { delete this; }
+
+ private:
+  std::stop_token st_;
+  void (*fn_)(void*);
+  void* arg_;
+  void (*on_cancel_)(void*);
+};
+
 // Past this, a deadline would overflow the clock; treated as never.
 std::chrono::nanoseconds delay_of(std::uint64_t ns) noexcept {
   constexpr std::uint64_t max = static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count());
@@ -109,7 +143,12 @@ int post_timer(spool_pool* pool, int priority, std::uint64_t delay_ns, std::uint
 }  // namespace
 }  // namespace spool::detail
 
+struct spool_stop_source {
+  std::stop_source source;
+};
+
 using spool::detail::c_cancellable;
+using spool::detail::c_stoppable;
 using spool::detail::timer_entry;
 
 extern "C" {
@@ -128,11 +167,10 @@ int spool_post_every(spool_pool* pool, uint64_t period_ns, void (*fn)(void*), vo
                                    on_cancel, handle);
 }
 
-int spool_post_after_priority(spool_pool* pool, int priority, uint64_t delay_ns,
-                              uint64_t period_ns, void (*fn)(void*), void* arg,
-                              void (*on_cancel)(void*), spool_timer** handle) {
-  return spool::detail::post_timer(pool, priority, delay_ns, period_ns, fn, arg, on_cancel,
-                                   handle);
+int spool_post_after_priority(spool_pool* pool, int priority, uint64_t delay_ns, uint64_t period_ns,
+                              void (*fn)(void*), void* arg, void (*on_cancel)(void*),
+                              spool_timer** handle) {
+  return spool::detail::post_timer(pool, priority, delay_ns, period_ns, fn, arg, on_cancel, handle);
 }
 
 int spool_timer_cancel(spool_timer* timer) {
@@ -173,6 +211,43 @@ int spool_task_release(spool_task* task) {
   if (task == nullptr) return SPOOL_EINVAL;
   reinterpret_cast<c_cancellable*>(task)->release();
   return SPOOL_OK;
+}
+
+int spool_stop_source_create(spool_stop_source** out) {
+  if (out == nullptr) return SPOOL_EINVAL;
+  *out = nullptr;
+  try {
+    *out = new spool_stop_source;
+  } catch (...) {
+    return SPOOL_ENOMEM;
+  }
+  return SPOOL_OK;
+}
+
+int spool_stop_source_request(spool_stop_source* source) {
+  if (source == nullptr) return SPOOL_EINVAL;
+  return source->source.request_stop() ? 1 : 0;
+}
+
+int spool_stop_source_requested(const spool_stop_source* source) {
+  if (source == nullptr) return SPOOL_EINVAL;
+  return source->source.stop_requested() ? 1 : 0;
+}
+
+int spool_stop_source_destroy(spool_stop_source* source) {
+  if (source == nullptr) return SPOOL_EINVAL;
+  delete source;
+  return SPOOL_OK;
+}
+
+int spool_submit_stoppable(spool_pool* pool, int priority, spool_stop_source* source,
+                           void (*fn)(void*), void* arg, void (*on_cancel)(void*)) {
+  if (pool == nullptr || fn == nullptr || source == nullptr) return SPOOL_EINVAL;
+  if (priority < SPOOL_PRIORITY_LOW || priority > SPOOL_PRIORITY_HIGH) return SPOOL_EINVAL;
+  if (source->source.stop_requested()) return SPOOL_ECANCELED;
+  auto* t = new (std::nothrow) c_stoppable(source->source.get_token(), fn, arg, on_cancel);
+  if (t == nullptr) return SPOOL_ENOMEM;
+  return spool::detail::to_c(pool->core.submit(t, static_cast<spool::priority>(priority)));
 }
 
 }  // extern "C"

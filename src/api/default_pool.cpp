@@ -12,6 +12,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -22,12 +23,13 @@ namespace spool {
 namespace detail {
 namespace {
 
-spool_pool* the_default = nullptr;  // set once, by the function-local static below
+// Set once, by the function-local static below; read by any thread (is_default_pool).
+std::atomic<spool_pool*> the_default{nullptr};
 
 void shut_down_default() noexcept {
   // From one of its own workers (exit() inside a task) this refuses (would_deadlock) and the
   // threads are left running as the process ends.
-  (void)the_default->core.shutdown(shutdown_mode::drain, nullptr);
+  (void)the_default.load(std::memory_order_acquire)->core.shutdown(shutdown_mode::drain, nullptr);
 }
 
 config default_config() {
@@ -46,21 +48,25 @@ config default_config() {
 spool_pool* default_c_pool() {
   static spool_pool* const instance = [] {
     auto* p = new spool_pool(default_config());
-    the_default = p;
+    the_default.store(p, std::memory_order_release);
     std::atexit(shut_down_default);
     return p;
   }();
   return instance;
 }
 
-bool is_default_pool(const spool_pool* p) noexcept { return p != nullptr && p == the_default; }
+bool is_default_pool(const spool_pool* p) noexcept {
+  return p != nullptr && p == the_default.load(std::memory_order_acquire);
+}
+
+bool is_default_core(const core* c) noexcept {
+  const spool_pool* d = the_default.load(std::memory_order_acquire);
+  return d != nullptr && &d->core == c;
+}
 
 }  // namespace detail
 
-pool& default_pool() {
-  static pool* const face = new pool(pool::borrowed_core{}, &detail::default_c_pool()->core);
-  return *face;
-}
+pool& default_pool() { return detail::default_c_pool()->face; }
 
 std::vector<unsigned> allowed_cpus() {
   std::vector<unsigned> cpus;

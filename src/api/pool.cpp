@@ -3,14 +3,21 @@
 #include <exception>
 #include <string>
 
+#include "api/default_pool.hpp"
 #include "core.hpp"
+#include "lifetime/lifetime.hpp"
 #include "spool/spool.hpp"
 
 namespace spool {
 
-pool::pool(config cfg) : core_(new detail::core(cfg)) {}
+pool::pool(config cfg) : core_(detail::create_core(cfg)), stamp_(core_->ref().stamp) {
+  core_->set_face(this);
+}
 
-pool::pool(borrowed_core, detail::core* c) noexcept : core_(c), owns_core_(false) {}
+pool::pool(borrowed_core, detail::core* c) noexcept
+    : core_(c), stamp_(c->ref().stamp), owns_core_(false) {
+  core_->set_face(this);
+}
 
 pool::~pool() {
   if (!owns_core_) return;
@@ -19,12 +26,12 @@ pool::~pool() {
     std::terminate();
   }
   core_->shutdown(shutdown_mode::drain, nullptr);
-  delete core_;
+  detail::destroy_core(core_);
 }
 
 std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
 
-detail::core* detail::core_of(pool& p) noexcept { return &pool_access::of(p); }
+detail::pool_ref detail::ref_of(pool& p) noexcept { return pool_access::of(p).ref(); }
 
 bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
                                void* context) noexcept {
@@ -45,13 +52,32 @@ void pool::throw_if_partial(const bulk_result& r) {
 
 void pool::wait_idle() { throw_if_error(core_->wait_idle()); }
 
-void pool::close() noexcept { core_->close(); }
+void pool::refuse_if_default() const {
+  if (detail::is_default_core(core_)) {
+    throw error(errc::invalid_argument, "spool: the default pool ends only at exit");
+  }
+}
+
+void pool::close() {
+  refuse_if_default();
+  core_->close();
+}
 
 std::size_t pool::shutdown(shutdown_mode mode) {
+  refuse_if_default();
   std::size_t dropped = 0;
   throw_if_error(core_->shutdown(mode, &dropped));
   return dropped;
 }
+
+shutdown_report pool::shutdown_until(std::chrono::steady_clock::time_point deadline) {
+  refuse_if_default();
+  shutdown_report report;
+  throw_if_error(core_->shutdown(shutdown_mode::drain, &deadline, &report));
+  return report;
+}
+
+std::stop_token pool::get_stop_token() const noexcept { return core_->stop_token(); }
 
 stats pool::statistics() const noexcept { return core_->snapshot(); }
 
@@ -84,6 +110,12 @@ bool pool::wait_idle_for(std::chrono::nanoseconds timeout) {
 int this_worker_index() noexcept {
   detail::worker* w = detail::current_worker();
   return w != nullptr ? static_cast<int>(w->index) : -1;
+}
+
+pool* this_pool() noexcept {
+  if (const detail::worker* w = detail::current_worker()) return w->owner.face();
+  if (const detail::core* c = detail::core::running_outside()) return c->face();
+  return nullptr;
 }
 
 blocking_region::blocking_region() noexcept : worker_(detail::blocking_begin()) {}

@@ -174,7 +174,7 @@ outcome core::run_ticket(range_ticket& t) noexcept {
     if ((gate & k_gate_discarding) != 0) break;
     // Work of higher priority waits: hand the rest to a fresh ticket behind it and return.
     const injector& shared = queues_.shared();
-    if ((gate != 0 || (!shared.empty() && shared.queued(priority::high) != 0)) &&
+    if (((gate & k_gate_paused) != 0 || (!shared.empty() && shared.queued(priority::high) != 0)) &&
         leave_ticket(t, w)) {
       sleep_.notify_worker();
       break;

@@ -59,6 +59,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 
 #include "core.hpp"
 #include "sleep/futex.hpp"
@@ -140,7 +142,25 @@ class group_state : public std::enable_shared_from_this<group_state> {
     }
     return false;
   }
-  void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+  void cancel() noexcept {
+    cancelled_.store(true, std::memory_order_release);
+    std::lock_guard lock(stop_mu_);
+    if (stop_.stop_possible()) stop_.request_stop();
+  }
+
+  // The group's std::stop_source, made on first use: stopped by cancel(), and, through a
+  // callback on the parent's token, by any ancestor's. cancel() sets the flag before it looks
+  // for the source, and this looks at the flag after making it, both under stop_mu_, so a
+  // cancellation is never missed.
+  std::stop_token stop_token() {
+    std::lock_guard lock(stop_mu_);
+    if (!stop_.stop_possible()) {
+      stop_ = std::stop_source();
+      if (parent_ != nullptr) parent_link_.emplace(parent_->stop_token(), stop_link{this});
+      if (cancelled()) stop_.request_stop();
+    }
+    return stop_.get_token();
+  }
 
   void record_failure(const std::exception_ptr& failure) noexcept {
     for (group_state* g = this; g != nullptr; g = g->parent_.get()) {
@@ -183,7 +203,9 @@ class group_state : public std::enable_shared_from_this<group_state> {
         unreported = failure_;
       }
     }
-    if (unreported != nullptr) owner_.report_exception(std::move(unreported));
+    if (unreported != nullptr) {
+      owner_.report_exception(std::move(unreported), thrown_by::unwaited_group);
+    }
   }
 
   void set_on_finished(std::function<void(group_status, std::exception_ptr)> callback) {
@@ -234,7 +256,7 @@ class group_state : public std::enable_shared_from_this<group_state> {
     try {
       on_finished_(how, std::move(first));
     } catch (...) {
-      owner_.report_exception(std::current_exception());
+      owner_.report_exception(std::current_exception(), thrown_by::group_callback);
     }
   }
 
@@ -246,8 +268,16 @@ class group_state : public std::enable_shared_from_this<group_state> {
     if (worker_waiters.load(std::memory_order_seq_cst) != 0) owner_.sleepers().notify_all();
   }
 
+  struct stop_link {  // the parent's stop reaches this group's source
+    group_state* child;
+    void operator()() const noexcept { child->stop_.request_stop(); }
+  };
+
   core& owner_;
   const std::shared_ptr<group_state> parent_;
+  std::mutex stop_mu_;  // guards making stop_ (see stop_token)
+  std::stop_source stop_{std::nostopstate};
+  std::optional<std::stop_callback<stop_link>> parent_link_;
   alignas(64) std::atomic<std::uint64_t> count_{0};
   alignas(64) std::atomic<bool> cancelled_{false};
   std::atomic<bool> abandoned_{false};  // the owning task_group has been destroyed
@@ -326,6 +356,8 @@ cancellation_token group_token(const group_state& g) noexcept {
   return cancellation_token(g.shared_from_this());
 }
 
+std::stop_token group_stop_token(group_state& g) { return g.stop_token(); }
+
 void group_task_finished(group_state& g, outcome how, std::exception_ptr failure) noexcept {
   // Counted before the unit goes, so the counts are settled when a waiter sees the drain.
   switch (how) {
@@ -398,6 +430,8 @@ void task_group::cancel() noexcept { state_->cancel(); }
 bool task_group::is_cancelled() const noexcept { return state_->cancelled(); }
 
 cancellation_token task_group::token() const noexcept { return detail::group_token(*state_); }
+
+std::stop_token task_group::get_stop_token() const { return detail::group_stop_token(*state_); }
 
 void task_group::on_finished(std::function<void(group_status, std::exception_ptr)> callback) {
   state_->set_on_finished(std::move(callback));

@@ -120,7 +120,7 @@ task* injector::pop(priority p) noexcept {
   return t;
 }
 
-task* injector::pop_isolated(priority p, region_id region) noexcept {
+task* injector::pop_isolated(priority p, region_match region) noexcept {
   if (queued(p) == 0) return nullptr;
   const int level = index(p);
   std::unique_lock lock(mu_);
@@ -128,7 +128,7 @@ task* injector::pop_isolated(priority p, region_id region) noexcept {
   task* prev = nullptr;
   std::size_t at = 0;  // position in the level, for the low level's enqueue times
   task* t = q.head;
-  for (; t != nullptr && t->isolation != region; prev = t, t = t->next) ++at;
+  for (; t != nullptr && !region(t); prev = t, t = t->next) ++at;
   if (t == nullptr) return nullptr;
   if (prev == nullptr) {
     q.head = t->next;

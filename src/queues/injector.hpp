@@ -43,8 +43,8 @@ class injector {
   // The oldest task of exactly level p.
   task* pop(priority p) noexcept;
 
-  // The oldest task of level p whose isolation tag is `region` (a walk under the lock).
-  task* pop_isolated(priority p, region_id region) noexcept;
+  // The oldest task of level p that `region` matches (a walk under the lock).
+  task* pop_isolated(priority p, region_match region) noexcept;
 
   // Refuses every later push and wakes blocked producers with errc::shut_down.
   void close() noexcept;

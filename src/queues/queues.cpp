@@ -44,7 +44,7 @@ task* queues::take_high(worker& w) noexcept {
   return injector_.pop(priority::high);
 }
 
-task* queues::find_isolated(worker& w, region_id region, bool own_deque) noexcept {
+task* queues::find_isolated(worker& w, region_match region, bool own_deque) noexcept {
   if (!injector_.empty() && injector_.queued(priority::high) != 0) {
     if (task* t = injector_.pop_isolated(priority::high, region)) return t;
   }
@@ -66,7 +66,7 @@ task* queues::find_isolated(worker& w, region_id region, bool own_deque) noexcep
   for (;;) {
     task* t = w.deque.pop();
     if (t == nullptr) break;
-    if (t->isolation == region) {
+    if (region(t)) {
       found = t;
       break;
     }

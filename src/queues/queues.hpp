@@ -69,15 +69,16 @@ class queues {
     return injector_.pop(priority::low);
   }
 
-  // The next task of isolation region `region` for w (a wait inside spool::isolate): from the
-  // injector's high level, then w's own deque, then the injector's normal and low levels.
+  // The next task of isolation region `region` for w (a wait inside spool::isolate), or the
+  // task the wait is for (region_match): from the injector's high level, then w's own deque,
+  // then the injector's normal and low levels.
   // Other tasks at the bottom of w's deque are popped past, however many, and put back in
   // their order (then notify_worker: they were out of sight meanwhile). Never steals: a
   // region's task held by another worker is that worker's to run, or any idle worker's.
   // With own_deque false only the injector is searched: w's last look before it parks, when
   // no other thread can have pushed to w's deque since w's previous look (only w pushes
   // there), and a pass over it would notify w itself, listed by then.
-  task* find_isolated(worker& w, region_id region, bool own_deque = true) noexcept;
+  task* find_isolated(worker& w, region_match region, bool own_deque = true) noexcept;
 
   // The calling thread (outside the pool) takes t back from its own producer slot, to run it
   // itself: only if t is the oldest task queued there and no worker's batch holds older ones

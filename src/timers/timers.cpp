@@ -10,6 +10,7 @@
 
 #include "core.hpp"
 #include "elastic/thread_slot.hpp"
+#include "lifetime/lifetime.hpp"
 
 namespace spool::detail {
 
@@ -131,29 +132,38 @@ void timers::run() noexcept {
   }
 }
 
-void timers::stop(shutdown_mode mode) noexcept {
+std::size_t timers::stop(std::chrono::steady_clock::time_point cutoff) noexcept {
   std::vector<timer_node*> dropped;
   std::unique_lock lock(mu_);
   closed_ = true;
-  if (mode == shutdown_mode::discard) {
-    dropped.swap(heap_);
-    for (timer_node* n : dropped) n->heap_slot = timer_node::k_not_queued;
-  } else {
+  bool room = true;
+  try {
+    dropped.reserve(heap_.size());
+  } catch (...) {
+    room = false;
+  }
+  if (room) {
     for (timer_node* n : heap_) {
-      if (n->periodic()) dropped.push_back(n);
+      if (n->periodic() || n->deadline > cutoff) dropped.push_back(n);  // reserved: no throw
     }
     for (timer_node* n : dropped) take_locked(n->heap_slot);
+  } else {
+    // No memory for the list: every node is dropped (the heap itself becomes the list), as a
+    // shutdown must not wait for timers beyond its cutoff.
+    dropped.swap(heap_);
+    for (timer_node* n : dropped) n->heap_slot = timer_node::k_not_queued;
   }
   wake_.notify_one();  // its earliest deadline may have gone
   lock.unlock();
   for (timer_node* n : dropped) n->discard();
   lock.lock();
-  // Drain: the one-shot timers left fire at their deadlines, into a pool not yet closed.
+  // The ones left are due by the cutoff: they fire into a pool not yet closed.
   if (thread_.joinable()) emptied_.wait(lock, [this] { return heap_.empty(); });
   exit_ = true;
   lock.unlock();
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
+  return dropped.size();
 }
 
 std::size_t timers::pending() const noexcept {
@@ -172,7 +182,29 @@ std::error_code timer_schedule(core& owner, timer_node& n) noexcept {
   return owner.timer_queue().schedule(n);
 }
 
-bool timer_remove(core& owner, timer_node& n) noexcept { return owner.timer_queue().remove(n); }
+std::error_code timer_schedule(pool_ref owner, timer_node& n) noexcept {
+  const worker* w = current_worker();
+  if (w != nullptr && &w->owner == owner.owner) return owner.owner->timer_queue().schedule(n);
+  pin held(owner);
+  if (!held) return errc::shut_down;
+  return owner.owner->timer_queue().schedule(n);
+}
+
+void timer_cancel(pool_ref owner, timer_entry& e) noexcept {
+  const worker* w = current_worker();
+  if (w != nullptr && &w->owner == owner.owner) {
+    e.cancel();
+  } else if (pin held(owner); held) {
+    e.cancel();
+  }
+}
+
+bool timer_remove(pool_ref owner, timer_node& n) noexcept {
+  const worker* w = current_worker();
+  if (w != nullptr && &w->owner == owner.owner) return owner.owner->timer_queue().remove(n);
+  pin held(owner);
+  return held && owner.owner->timer_queue().remove(n);
+}
 
 std::error_code submit_due(core& owner, task* t, priority p) noexcept {
   return owner.submit_due(t, p);
@@ -197,6 +229,7 @@ class timer_run final : public task {
     e.dropped();
   }
   void destroy() noexcept override { delete this; }  // submit_due keeps it on refusal
+  const char* name() const noexcept override { return entry_.name(); }
 
  private:
   timer_entry& entry_;
@@ -244,7 +277,7 @@ outcome timer_entry::run() noexcept {
   try {
     call();
   } catch (...) {
-    report_exception(*owner_, std::current_exception());
+    report_exception(*owner_, std::current_exception(), thrown_by::timer);
     how = outcome::failed;
   }
   if (period_.count() != 0) {

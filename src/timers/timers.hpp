@@ -15,10 +15,11 @@
 //
 // Contract with the core: a due node's fire() submits through core::submit_due, which
 // never blocks the thread (a full bounded queue is bypassed) and refuses only after close().
-// stop() runs before the pool closes (core::shutdown), so with drain every one-shot timer
-// still pending fires into an open pool.
+// stop() runs before the pool closes (core::shutdown), so the one-shot timers a drain lets
+// fire go into an open pool.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -53,9 +54,10 @@ class timers {
   std::error_code schedule_locked(timer_node& n) noexcept;
   bool remove_locked(timer_node& n) noexcept;
 
-  // No more timers: discard mode discards every queued node; drain mode discards the
-  // periodic ones and waits until the thread has fired the rest. Joins the thread.
-  void stop(shutdown_mode mode) noexcept;
+  // No more timers: every periodic node and every node not due by `cutoff` is discarded (in
+  // discard mode, every node), and the thread fires the rest, which stop() waits for (so it
+  // waits at most until `cutoff`). Joins the thread. Returns how many nodes it discarded.
+  std::size_t stop(std::chrono::steady_clock::time_point cutoff) noexcept;
 
   std::size_t pending() const noexcept;
   // Whether the thread exists (it does from the first schedule() until stop()).

@@ -21,16 +21,22 @@
 //  - execute() runs a task in its own region and restores the worker's afterwards; isolate()
 //    opens a fresh region number and restores the outer one on the way out, exception or
 //    not. Numbers repeat only after 2^32 regions; isolation_enter says what a repeat costs.
-//  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R
-//    (find_for_wait -> queues::find_isolated; fork_join's own pops of the tasks above its
-//    half likewise, api/join.cpp). A task outside R that the waited-for work depends
-//    on is run by another worker, exactly as in a pool whose waits block; so isolation adds no
+//  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R, and
+//    the one task it waits for directly, whatever its region (a future's own task; find_for_wait
+//    -> queues::find_isolated; fork_join's own pops of the tasks above its half likewise,
+//    api/join.cpp). Running the awaited task itself can block nothing the wait would not have
+//    blocked: the wait cannot return before it ran. Without it, a task that submits b and then
+//    waits on b inside a region would wait for good on a one-thread pool, b being in its own
+//    deque and of no region. Any other task outside R that the waited-for work depends on is
+//    run by another worker, exactly as in a pool whose waits block; so isolation adds no
 //    deadlock a blocking pool would not have, and removes the one helping adds.
 //  - find_isolated pops past other tasks at the bottom of the worker's own deque and pushes
 //    them back, then notifies (they were out of sight), and does not steal. An isolated
 //    waiter parks at the far end of the sleepers' list (parker::prepare's wake_last), and if a
 //    submission's wake-up reaches it anyway it passes the wake-up on (wake_for_surplus), so a
 //    task it may not run is never left with every other worker asleep.
+#include <cstdio>
+
 #include "core.hpp"
 
 namespace spool::detail {
@@ -38,10 +44,15 @@ namespace {
 
 // initial-exec: read on every submission (src/README.md, "Thread-local storage").
 [[gnu::tls_model("initial-exec")]] thread_local worker* tls_worker = nullptr;
+// The pool whose task a thread outside it runs now (execute with no worker), for this_pool().
+// initial-exec: set and reset around every task an outside waiter takes back.
+[[gnu::tls_model("initial-exec")]] thread_local core* tls_outside_task = nullptr;
 
 }  // namespace
 
 worker* current_worker() noexcept { return tls_worker; }
+
+core* core::running_outside() noexcept { return tls_outside_task; }
 
 worker* blocking_begin() noexcept {
   worker* w = tls_worker;
@@ -161,11 +172,22 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   return threads_.try_retire(w) ? rest_end::retired : rest_end::looked;
 }
 
-void core::execute(worker* w, task* t) noexcept {
-  if (gate_.load(std::memory_order_acquire) != 0 && !pass_gate(w, t)) return;
+[[gnu::always_inline]] inline void core::tally_outcome(worker* w, outcome how) noexcept {
+  idle_.tally(w,
+              how == outcome::completed ? &counters::completed
+              : how == outcome::failed  ? &counters::failed
+                                        : &counters::cancelled,
+              1);
+}
+
+// Inline: it is the body of execute()'s fast path, which every task takes.
+[[gnu::always_inline]] inline outcome core::run_task(worker* w, task* t) noexcept {
   if (w == nullptr) {
-    tally_outcome(nullptr, t->run(*this));
-    return;
+    core* const outer = tls_outside_task;
+    tls_outside_task = this;
+    const outcome how = t->run(*this);
+    tls_outside_task = outer;
+    return how;
   }
   // The task runs in the region it was submitted in, and so do the tasks it submits and its
   // waits; the worker's own region comes back when it returns (the task may be freed by then).
@@ -175,15 +197,50 @@ void core::execute(worker* w, task* t) noexcept {
   const outcome how = t->run(*this);
   add_owned32(w->depth, -1);
   w->isolation = outer;
-  tally_outcome(w, how);
+  return how;
 }
 
-void core::tally_outcome(worker* w, outcome how) noexcept {
-  idle_.tally(w,
-              how == outcome::completed ? &counters::completed
-              : how == outcome::failed  ? &counters::failed
-                                        : &counters::cancelled,
-              1);
+void core::execute(worker* w, task* t) noexcept {
+  if (gate_.load(std::memory_order_acquire) != 0) {
+    execute_gated(w, t);
+    return;
+  }
+  tally_outcome(w, run_task(w, t));
+}
+
+namespace {
+
+// A task hook's call: an exception is reported and ignored, as a worker hook's.
+template <class Hook, class... A>
+void call_task_hook(const Hook& hook, const char* which, const A&... args) noexcept {
+  if (!hook) return;
+  try {
+    hook(args...);
+  } catch (...) {
+    std::fprintf(stderr, "spool: the %s hook threw; ignored\n", which);
+  }
+}
+
+task_end end_of(outcome how) noexcept {
+  return how == outcome::completed ? task_end::completed
+         : how == outcome::failed  ? task_end::failed
+                                   : task_end::cancelled;
+}
+
+}  // namespace
+
+void core::execute_gated(worker* w, task* t) noexcept {
+  if (!pass_gate(w, t)) return;
+  if ((gate_.load(std::memory_order_relaxed) & k_gate_traced) == 0) {
+    tally_outcome(w, run_task(w, t));
+    return;
+  }
+  // The name first: the task may be freed by the time run() returns.
+  const task_info info{t->name(), w != nullptr ? static_cast<int>(w->index) : -1};
+  call_task_hook(cfg_.on_task_start, "on_task_start", info);
+  const outcome how = run_task(w, t);
+  call_task_hook(cfg_.on_task_finish, "on_task_finish", info, end_of(how));
+  tally_outcome(w, how);
 }
 
 bool core::help_until(wait_target& until,
@@ -210,7 +267,7 @@ bool core::help_until(wait_target& until,
       stop_searching();
       return true;
     }
-    task* found = find_for_wait(w);
+    task* found = find_for_wait(w, until.direct());
     stop_searching();
     if (found != nullptr) {
       execute(&w, found);
@@ -230,7 +287,7 @@ bool core::help_until(wait_target& until,
       if (p.cancel(w.index)) sleep_.wake_for_surplus();
       return true;
     }
-    if (task* t = find_for_wait(w, /*last_look=*/true)) {
+    if (task* t = find_for_wait(w, until.direct(), /*last_look=*/true)) {
       p.cancel(w.index);
       until.disarm();
       sleep_.wake_for_surplus();

@@ -7,6 +7,8 @@
 // is woken (api/README.md, "Futures").
 #pragma once
 
+#include "spool/detail/task.hpp"
+
 namespace spool::detail {
 
 class wait_target {
@@ -17,6 +19,9 @@ class wait_target {
   virtual bool arm() noexcept = 0;
   // Withdraws the announcement after the worker wakes (or decides not to sleep).
   virtual void disarm() noexcept {}
+  // The task whose completion this waits for, if it is one task that may sit in a queue (a
+  // future's own task): an isolated wait may run it though it is not of the wait's region.
+  virtual const task* direct() const noexcept { return nullptr; }
 
  protected:
   ~wait_target() = default;
@@ -30,6 +35,7 @@ class waitable final : public wait_target {
   explicit waitable(T& t) noexcept : t_(t) {}
   bool done() const noexcept override { return t_.ready(); }
   bool arm() noexcept override { return t_.mark_waited_by_worker(); }
+  const task* direct() const noexcept override { return &t_; }
 
  private:
   T& t_;

@@ -199,6 +199,10 @@ static void test_default_pool(void) {
   CHECK_EQ(st.threads_live, spool_allowed_cpus(NULL, 0));
   CHECK_EQ(spool_destroy(pool), SPOOL_EINVAL);
   CHECK_EQ(spool_shutdown(pool, SPOOL_SHUTDOWN_DRAIN, NULL), SPOOL_EINVAL);
+  /* Every call that would end it is refused, spool_close included: it still runs. */
+  CHECK_EQ(spool_close(pool), SPOOL_EINVAL);
+  CHECK_EQ(spool_submit(pool, count, NULL), SPOOL_OK);
+  CHECK_EQ(spool_wait_idle(pool), SPOOL_OK);
   /* Left running: the atexit handler drains and joins it. */
   CHECK_EQ(spool_submit(pool, count, NULL), SPOOL_OK);
 }

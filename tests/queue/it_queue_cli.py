@@ -9,16 +9,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
+import wire  # noqa: E402
 
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
 SANITIZED = bool(os.environ.get("SPOOL_SANITIZE"))
@@ -32,24 +31,13 @@ def check(cond, what, detail=""):
 
 
 def wait_for(pred, timeout=30, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.02)  # polling another process's state
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """Polls pred() until true; an exception of pred's ends the wait, the deadline fails it."""
+    return wire.wait_for(pred, timeout, what, interval=0.02, errors=(), failure=AssertionError)
 
 
 class Redis:
     def __init__(self, tmp):
-        self.port = free_port()
+        self.port = wire.free_port()
         self.dir = os.path.join(tmp, f"redis-{self.port}")
         os.makedirs(self.dir)
         self.proc = subprocess.Popen(
@@ -61,7 +49,7 @@ class Redis:
 
     def ping(self):
         try:
-            return fleet.redis_command("127.0.0.1", self.port, "PING") == "PONG"
+            return wire.redis_command("127.0.0.1", self.port, "PING") == "PONG"
         except OSError:
             return False
 
@@ -251,7 +239,7 @@ def test_bad_input(url):
 
 
 def test_redis_down(tmp):
-    port = free_port()
+    port = wire.free_port()
     url = f"redis://127.0.0.1:{port}"
     rc, out, err = cli(url, "submit", "q", "echo")
     check(rc == 3 and "127.0.0.1" in err, "Redis down: exit 3, names where", err)
@@ -266,8 +254,8 @@ def test_sentinel(tmp):
     f = fleet.Fleet(os.path.join(tmp, "fleet"), layout, spoold="/bin/true")
     f.prepare()
     try:
-        f.start_store()
-        url = f.store_spec()
+        f.store.start()
+        url = f.store.spec()
         w = Worker(url, "--queue", "sq", "--threads", "2")
         rc, out, err = cli(url, "--replicas", "1", "submit", "sq", "echo", "via sentinel",
                            "--wait")

@@ -5,13 +5,15 @@ queue store."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
+import wire  # noqa: E402
 
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
 SPOOLD = os.environ.get("SPOOLD", "")
@@ -25,20 +27,9 @@ def check(cond, what, detail=""):
         failures.append(what)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(pred, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)  # polling another process
-    raise AssertionError(f"timed out waiting for {what}")
+    """Polls pred() until true; an exception of pred's ends the wait, the deadline fails it."""
+    return wire.wait_for(pred, timeout, what, errors=(), failure=AssertionError)
 
 
 def get(port, path):
@@ -50,7 +41,7 @@ def get(port, path):
 
 
 def start_spoold(tmp, *args):
-    port = free_port()
+    port = wire.free_port()
     p = subprocess.Popen([SPOOLD, "--port", str(port), "--root", SITE, *args],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
     line = p.stdout.readline()
@@ -66,7 +57,7 @@ def main():
             print(f"{name} must name the binary", file=sys.stderr)
             return 2
     tmp = tempfile.mkdtemp(prefix="spool-queue-dashboard-")
-    rport = free_port()
+    rport = wire.free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no", "--dir", tmp],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,22 +6,18 @@ key finds the first job, done."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
+import wire  # noqa: E402
+
 DOC = os.path.join(HERE, "..", "..", "docs", "queue.md")
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-redis (scripts/install-deps.sh)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -34,7 +30,7 @@ def main():
         print(f"no python block in {DOC}", file=sys.stderr)
         return 1
     tmp = tempfile.mkdtemp(prefix="spool-queue-python-")
-    port = free_port()
+    port = wire.free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no", "--dir", tmp],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
 import netns  # noqa: E402
+import wire  # noqa: E402
 
 import redis  # noqa: E402  (python3-redis)
 
@@ -63,14 +64,9 @@ def note(what):
 
 
 def wait_for(pred, timeout, what, interval=0.05):
-    end = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise fleet.FleetError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)  # polling other processes' state
+    """Polls pred() until true; an exception of pred's ends the wait, the deadline raises
+    fleet.FleetError."""
+    return wire.wait_for(pred, timeout, what, interval, errors=(), failure=fleet.FleetError)
 
 
 class Cluster:
@@ -97,14 +93,14 @@ class Cluster:
         # A process starts in the network namespace of the thread that starts it.
         for name, host in self.redis_hosts.items():
             lab.enter(host)
-            self.fleet.start_redis(name)
-        self.fleet.wait_replica_online("redis2")
+            self.fleet.store.start_redis(name)
+        self.fleet.store.wait_replica_online("redis2")
         for s, host in zip(layout.sentinels, sentinel_hosts):
             lab.enter(host)
-            self.fleet.start_sentinel(s.name)
+            self.fleet.store.start_sentinel(s.name)
         lab.enter(self.client)
-        self.fleet.wait_sentinels_agree()
-        self.url = self.fleet.store_spec()
+        self.fleet.store.wait_sentinels_agree()
+        self.url = self.fleet.store.spec()
         self.workers = [None, None, None]  # (name, Popen) per worker host
         self.producers = []
         self.acked = {}  # job index -> id
@@ -113,7 +109,7 @@ class Cluster:
     # -- Redis, as the test sees it --
 
     def primary(self):
-        name = wait_for(self.fleet.primary, 60, "the Sentinels to name a primary")
+        name = wait_for(self.fleet.store.primary, 60, "the Sentinels to name a primary")
         host = self.redis_hosts[name]
         return redis.Redis(host=host.addr, port=6379, socket_timeout=5)
 
@@ -320,10 +316,10 @@ def run(c):
 
     # 3. kill -9 of the Redis primary.
     done_before = c.stats()["done"]
-    old = c.fleet.primary()
-    c.fleet.kill_redis(old)
+    old = c.fleet.store.primary()
+    c.fleet.store.kill_redis(old)
     t0 = time.monotonic()
-    new = c.fleet.wait_for_new_primary(old, timeout=90)
+    new = c.fleet.store.wait_for_new_primary(old, timeout=90)
     dt = time.monotonic() - t0
     figures.append(("kill -9 of the Redis primary: a new primary", 0, dt))
     note(f"kill -9 of the primary {old}: {new} promoted after {dt:.2f} s")
@@ -334,9 +330,9 @@ def run(c):
     figures.append(("kill -9 of the Redis primary: outcomes recorded again", 0, dt))
     note(f"outcomes recorded on {new} {dt:.2f} s after the kill")
     c.lab.enter(c.redis_hosts[old])
-    c.fleet.start_redis(old)
+    c.fleet.store.start_redis(old)
     c.lab.enter(c.client)
-    c.fleet.wait_replica_online(old, timeout=120)
+    c.fleet.store.wait_replica_online(old, timeout=120)
     note(f"{old} back as a replica (submissions, which wait for a replica, go on)")
 
     # 4. SIGTERM of every worker in turn: each drains, exits 0, and is started again.

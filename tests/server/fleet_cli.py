@@ -27,6 +27,7 @@ CLUSTER = os.path.join(HERE, "..", "..", "cluster")
 sys.path.insert(0, CLUSTER)
 import fleet  # noqa: E402
 import netns  # noqa: E402
+import wire  # noqa: E402
 
 PYTHON = sys.executable or "python3"
 
@@ -37,7 +38,7 @@ def run_cli(*args, timeout=180):
 
 
 def request(addr, port, method, path, body=None):
-    status, headers, data = fleet.request(addr, port, method, path, body)
+    status, headers, data = wire.request(addr, port, method, path, body)
     return status, headers.get("Spoold-Node"), data
 
 
@@ -113,7 +114,7 @@ class FleetCommandLine(unittest.TestCase):
         for name in ("haproxy", "redis1", "redis2", "redis3", "sentinel1", "sentinel2",
                      "sentinel3"):
             self.assertEqual(before[name], after[name], f"{name} should not have restarted")
-        self.assertEqual(f.node_states(), {"web1": "UP", "web2": "UP"})
+        self.assertEqual(f.balancer.node_states(), {"web1": "UP", "web2": "UP"})
 
         # A pid file that names a live process we did not start (its start time differs):
         # down must leave that process alone.

@@ -57,6 +57,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "cluster"))
 import fleet  # noqa: E402
 import netns  # noqa: E402
+import wire  # noqa: E402
 
 NODES = 3
 REPLICAS = 2
@@ -105,7 +106,7 @@ def send(addr, port, method, path, body=None):
     """(status, detail, headers): the status and what it means ("303", "503 maybe" for a post
     that may or may not have been stored, ...), or None and the exception's name."""
     try:
-        status, headers, data = fleet.request(addr, port, method, path, body, REQUEST_TIMEOUT_S)
+        status, headers, data = wire.request(addr, port, method, path, body, REQUEST_TIMEOUT_S)
     except (OSError, http.client.HTTPException) as e:
         return None, type(e).__name__, None
     detail = str(status)
@@ -294,7 +295,7 @@ class Scenario:
         victim = f.layout.nodes[0].name
         e = self.fault("kill -9 node", f"kill -9 {victim}")
         f.kill_node(victim)
-        f.wait_node_state(victim, ("DOWN",), 30)
+        f.balancer.wait_node_state(victim, ("DOWN",), 30)
         self.event(e, "HAProxy marked it DOWN")
         f.start_node(victim, 30)
         self.event(e, "restarted and UP again")
@@ -309,18 +310,18 @@ class Scenario:
         time.sleep(5.0)  # the scenario: a machine that hangs for 5 s
         f.resume_node(victim)
         self.event(e, "SIGCONT")
-        f.wait_node_state(victim, ("UP",), 30)
+        f.balancer.wait_node_state(victim, ("UP",), 30)
         self.event(e, "UP")
         e["whole"] = self.load.now()
 
     def partition_primary(self):
         f, lab, load = self.f, self.lab, self.load
         self.phase("partition")
-        f.wait_sentinels_agree(30)  # both replicas ready to be promoted
-        old = f.primary()
+        f.store.wait_sentinels_agree(30)  # both replicas ready to be promoted
+        old = f.store.primary()
         assert old is not None, "the Sentinels report no primary before the partition"
         node = f.layout.nodes[0]
-        minority = [self.host(f._redis(old)), self.host(node)]
+        minority = [self.host(f.store.redis(old)), self.host(node)]
         majority = [lab.host(h.name) for h in lab.hosts
                     if h.name not in (old, node.name, "client")]
         e = self.fault("partition", f"{old} and {node.name} cut off from HAProxy, the other "
@@ -329,9 +330,9 @@ class Scenario:
         cut = self.event(e, "partitioned")
         direct = DirectPoster(node, load)
         try:
-            new = f.wait_for_new_primary(old, 60)
+            new = f.store.wait_for_new_primary(old, 60)
             self.event(e, f"the Sentinels promoted {new} on the majority side")
-            f.wait_node_state(node.name, ("DOWN",), 30)
+            f.balancer.wait_node_state(node.name, ("DOWN",), 30)
             self.event(e, f"HAProxy marked {node.name} DOWN")
             self.wait_acked_after(e, cut, "posts acknowledged on the majority side")
             time.sleep(PARTITION_HOLD_S)  # the scenario: the partition lasts a while longer
@@ -339,9 +340,9 @@ class Scenario:
             lab.heal()
             healed = self.event(e, "healed")
             direct.stop()
-        f.wait_replica_online(old, 90)
+        f.store.wait_replica_online(old, 90)
         self.event(e, f"{old} is an online replica of {new}")
-        f.wait_node_state(node.name, ("UP",), 30)
+        f.balancer.wait_node_state(node.name, ("UP",), 30)
         self.event(e, f"{node.name} UP again")
         rejoined = load.now()
         self.wait_acked_after(e, rejoined, "posts acknowledged after the old primary rejoined")
@@ -369,10 +370,10 @@ class Scenario:
         lab.partition([self.host(node)], self.store_hosts())
         self.event(e, "partitioned")
         try:
-            f.wait_node_state(node.name, ("DOWN",), 30, backend="guestbook")
+            f.balancer.wait_node_state(node.name, ("DOWN",), 30, backend="guestbook")
             self.event(e, "HAProxy took it out of the guestbook's rotation")
             # Static files are still served through it.
-            state = f.node_states("spoold").get(node.name, "")
+            state = f.balancer.node_states("spoold").get(node.name, "")
             if not state.startswith("UP"):
                 self.problems.append(f"{node.name}, cut off from the store only, is {state} "
                                      "for static files in HAProxy")
@@ -391,7 +392,7 @@ class Scenario:
         finally:
             lab.heal()
             healed = self.event(e, "healed")
-        f.wait_node_state(node.name, ("UP",), 15, backend="guestbook")
+        f.balancer.wait_node_state(node.name, ("UP",), 15, backend="guestbook")
         back = self.event(e, "back in the guestbook's rotation")
         self.notes.append(f"{node.name} back in the guestbook's rotation {back - healed:.2f} s "
                           "after the heal")
@@ -427,13 +428,13 @@ class Scenario:
     def kill_primary(self):
         f, load = self.f, self.load
         self.phase("kill -9 primary")
-        f.wait_sentinels_agree(30)  # both replicas ready
-        old = f.primary()
+        f.store.wait_sentinels_agree(30)  # both replicas ready
+        old = f.store.primary()
         assert old is not None, "the Sentinels report no primary before the kill"
         e = self.fault("kill -9 primary", f"kill -9 the Redis primary ({old}), for good")
-        f.kill_redis(old)
+        f.store.kill_redis(old)
         killed = load.now()
-        new = f.wait_for_new_primary(old, 60)
+        new = f.store.wait_for_new_primary(old, 60)
         self.event(e, f"Sentinel promoted {new}")
         self.wait_acked_after(e, killed, "posts acknowledged again")
         e["whole"] = load.now()
@@ -456,14 +457,14 @@ class Scenario:
 
 def guestbook_remarks(f, name):
     """The remarks of every entry in Redis instance `name`, oldest first."""
-    r = f._redis(name)
-    items = fleet.redis_command(r.addr, r.port, "LRANGE", "guestbook_remarks", 0, -1, timeout=10)
+    r = f.store.redis(name)
+    items = wire.redis_command(r.addr, r.port, "LRANGE", "guestbook_remarks", 0, -1, timeout=10)
     return [item.decode().split("\n", 1)[-1] for item in items]
 
 
 def check(f, load, scenario):
     problems = list(scenario.problems)
-    primary = f.primary()
+    primary = f.store.primary()
     replicas = [r.name for r in f.layout.redis
                 if r.name != primary and f.proc(r.name).pid() is not None]
     # The replicas have caught up once the lists are equally long (they only grow).

@@ -22,11 +22,12 @@ from spoold_harness import (HELLO, SCALE, Spoold, TempDir, free_port, make_site,
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "cluster"))
 import fleet  # noqa: E402
+import wire  # noqa: E402
 
 
 def remarks_in(f, name):
-    r = f._redis(name)
-    items = fleet.redis_command(r.addr, r.port, "LRANGE", "guestbook_remarks", 0, -1)
+    r = f.store.redis(name)
+    items = wire.redis_command(r.addr, r.port, "LRANGE", "guestbook_remarks", 0, -1)
     return [item.decode().split("\n", 1)[-1] for item in items]
 
 
@@ -44,8 +45,8 @@ class SentinelStoreTest(unittest.TestCase):
         cls.server = None
         try:
             cls.fleet.prepare()
-            cls.fleet.start_store(60 * SCALE)
-            cls.server = Spoold(cls.site, cls.fleet.store_spec(),
+            cls.fleet.store.start(60 * SCALE)
+            cls.server = Spoold(cls.site, cls.fleet.store.spec(),
                                 ["--store-replicas", "1", "--store-replicas-timeout", "0.5",
                                  "--threads", "2:16"]).start()
         except BaseException:
@@ -71,7 +72,7 @@ class SentinelStoreTest(unittest.TestCase):
         return (server or self.server).post_form("/guestbook", fields)
 
     def primary_and_replica(self):
-        primary = self.fleet.primary()
+        primary = self.fleet.store.primary()
         replica = next(r.name for r in self.fleet.layout.redis if r.name != primary)
         return primary, replica
 
@@ -85,9 +86,9 @@ class SentinelStoreTest(unittest.TestCase):
         self.assertIn("replicated", remarks_in(self.fleet, replica))
         health = self.server.get("/healthz")
         self.assertEqual(health.status, 200)
-        where = self.fleet._redis(primary).text
+        where = self.fleet.store.redis(primary).text
         self.assertIn(f"store: up (primary {where})".encode(), health.body)
-        self.assertIn(self.fleet.store_spec(), self.server.out.text())
+        self.assertIn(self.fleet.store.spec(), self.server.out.text())
 
     def test_2_unconfirmed_post_is_503_and_its_replay_is_stored_once(self):
         primary, replica = self.primary_and_replica()
@@ -106,7 +107,7 @@ class SentinelStoreTest(unittest.TestCase):
             self.assertEqual(self.server.get("/guestbook").status, 200)
         finally:
             self.fleet.proc(replica).send(signal.SIGCONT)
-        self.fleet.wait_replica_online(replica, 60 * SCALE)
+        self.fleet.store.wait_replica_online(replica, 60 * SCALE)
         wait_until(lambda: self.post("unconfirmed", "key-2").status == 303, 30,
                    "the replayed post to be acknowledged once the replica is back")
         self.assertEqual(remarks_in(self.fleet, primary).count("unconfirmed"), 1)
@@ -114,26 +115,26 @@ class SentinelStoreTest(unittest.TestCase):
 
     def set_down_after(self, ms):
         for s in self.fleet.layout.sentinels:
-            self.assertEqual(fleet.redis_command(s.addr, s.port, "SENTINEL", "SET", "fleet",
+            self.assertEqual(wire.redis_command(s.addr, s.port, "SENTINEL", "SET", "fleet",
                                                  "down-after-milliseconds", ms), "OK")
 
     def test_2b_pages_are_read_from_the_replica_while_the_primary_is_away(self):
         primary, replica = self.primary_and_replica()
-        self.fleet.wait_replica_online(replica, 60 * SCALE)
+        self.fleet.store.wait_replica_online(replica, 60 * SCALE)
         self.assertEqual(self.post("read from the replica", "key-2b").status, 303)
-        r = self.fleet._redis(replica)
+        r = self.fleet.store.redis(replica)
         # The primary hangs, and the Sentinels are told to wait for it rather than fail over.
         self.set_down_after(600_000)
         self.fleet.proc(primary).send(signal.SIGSTOP)
         try:
-            counted = int(fleet.redis_command(r.addr, r.port, "GET", "visitor_count"))
+            counted = int(wire.redis_command(r.addr, r.port, "GET", "visitor_count"))
             resp = self.server.get("/guestbook")
             self.assertEqual(resp.status, 200, resp)
             self.assertIn(b"was read from a replica", resp.body)
             self.assertIn(b"this visit was not counted", resp.body)
             self.assertIn(("s", "read from the replica"), page_entries(resp.body.decode()))
             self.assertIn(f'<strong id="visitor-count">{counted}</strong>'.encode(), resp.body)
-            self.assertEqual(int(fleet.redis_command(r.addr, r.port, "GET", "visitor_count")),
+            self.assertEqual(int(wire.redis_command(r.addr, r.port, "GET", "visitor_count")),
                              counted)
             # A post never goes to a replica.
             resp = self.post("while the primary is away", "key-2c")
@@ -149,18 +150,18 @@ class SentinelStoreTest(unittest.TestCase):
         old, replica = self.primary_and_replica()
         self.assertEqual(self.post("before the failover", "key-3a").status, 303)
         # The replica was stopped a moment ago: SENTINEL FAILOVER needs it seen as healthy.
-        self.fleet.wait_sentinels_agree(60 * SCALE)
+        self.fleet.store.wait_sentinels_agree(60 * SCALE)
         s = self.fleet.layout.sentinels[0]
-        self.assertEqual(fleet.redis_command(s.addr, s.port, "SENTINEL", "FAILOVER", "fleet"), "OK")
-        new = self.fleet.wait_for_new_primary(old, 60 * SCALE)
+        self.assertEqual(wire.redis_command(s.addr, s.port, "SENTINEL", "FAILOVER", "fleet"), "OK")
+        new = self.fleet.store.wait_for_new_primary(old, 60 * SCALE)
         self.assertEqual(new, replica)
         # spoold heard the switch from the Sentinels (its watcher prints one line per move).
-        new_addr = self.fleet._redis(new).text
+        new_addr = self.fleet.store.redis(new).text
         wait_until(lambda: f"the primary is now {new_addr} (+switch-master)" in
                    self.server.err.text(), 30, "spoold to report +switch-master")
         # The old primary is now a replica of the new one; once it is in sync, posts are
         # acknowledged again, on the new primary.
-        self.fleet.wait_replica_online(old, 90 * SCALE)
+        self.fleet.store.wait_replica_online(old, 90 * SCALE)
         wait_until(lambda: self.post("after the failover", "key-3b").status == 303, 30,
                    "a post to be acknowledged after the failover")
         on_new = remarks_in(self.fleet, new)

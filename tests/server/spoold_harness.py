@@ -20,6 +20,13 @@ import threading
 import time
 import unittest
 
+# One RESP client, HTTP helper, free port and polling wait serve the tests, cluster/fleet.py and
+# the benchmarks (cluster/wire.py, standard library only).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "cluster"))
+import wire  # noqa: E402
+from wire import RespError, free_port  # noqa: E402,F401  (for the suites)
+
 SANITIZE = os.environ.get("SPOOLD_SANITIZE", "")
 SCALE = 5 if SANITIZE else 1
 
@@ -64,13 +71,6 @@ def raise_nofile_limit():
     if hard == resource.RLIM_INFINITY or soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def free_port():
-    """A loopback port nobody listens on right now (for redis-server and chromedriver)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spoold_binary():
@@ -617,8 +617,8 @@ def parse_prometheus(text):
 def wait_until(predicate, timeout, what, interval=0.05):
     """Polls an external condition (another process's state) until true or a deadline (scaled
     by SCALE); AssertionError after it."""
-    return fleet_wait_for(predicate, timeout * SCALE, what, interval,
-                          errors=(OSError, ConnectionClosed), failure=AssertionError)
+    return wire.wait_for(predicate, timeout * SCALE, what, interval,
+                         errors=(OSError, ConnectionClosed), failure=AssertionError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -644,16 +644,10 @@ def entries_section(html):
 # Redis
 # --------------------------------------------------------------------------------------------
 
-# One RESP client serves the tests and cluster/fleet.py (standard library only).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "cluster"))
-from fleet import RespError, redis_command, wait_for as fleet_wait_for  # noqa: E402
-
-
 def resp_command(port, *args, timeout=5):
     """One Redis command to 127.0.0.1:port; returns the decoded reply (RespError for an error
-    reply or a connection closed before one)."""
-    return redis_command("127.0.0.1", port, *args, timeout=timeout)
+    reply, ConnectionError for a connection closed before a complete one)."""
+    return wire.redis_command("127.0.0.1", port, *args, timeout=timeout)
 
 
 class Redis:

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from . import resp
+import wire  # cluster/wire.py (run.py puts cluster/ on the path)
 
 LEFT_OUT = {b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE", b"UNSUBSCRIBE", b"PUNSUBSCRIBE",
             b"SUNSUBSCRIBE", b"MONITOR", b"CLIENT", b"HELLO", b"AUTH", b"QUIT", b"RESET",
@@ -73,12 +73,45 @@ def non_blocking(args):
     return args
 
 
+def parse_monitor_line(line):
+    """'1700000000.1 [0 127.0.0.1:5000] "SET" "k\\x00" "v"' -> ('127.0.0.1:5000', [b'SET', ...]).
+
+    The client is 'lua' for commands a script ran. Arguments are quoted with C-like escapes.
+    """
+    head, _, rest = line.partition("] ")
+    client = head.rpartition(" ")[2]
+    args, i, n = [], 0, len(rest)
+    while i < n:
+        if rest[i] != '"':
+            i += 1
+            continue
+        i += 1
+        buf = bytearray()
+        while rest[i] != '"':
+            c = rest[i]
+            if c == "\\":
+                e = rest[i + 1]
+                if e == "x":
+                    buf.append(int(rest[i + 2:i + 4], 16))
+                    i += 4
+                    continue
+                buf += {"n": b"\n", "r": b"\r", "t": b"\t", "a": b"\a", "b": b"\b"}.get(
+                    e, e.encode())
+                i += 2
+                continue
+            buf += c.encode()
+            i += 1
+        args.append(bytes(buf))
+        i += 1
+    return client, args
+
+
 class Capture:
     """The commands Redis ran while it was on, by client, from a MONITOR connection."""
 
     def __init__(self, port, exclude=()):
         self.port = port
-        self.conn = resp.Connection(port)
+        self.conn = wire.Connection(port)
         self.exclude = set(exclude) | {self.conn.local_address}
         self.conn.command("MONITOR")
         self.lines = []
@@ -99,14 +132,13 @@ class Capture:
         MONITOR shows commands in the order Redis ran them, so once an ECHO sent now shows,
         every earlier command has.
         """
-        c = resp.Connection(self.port)
-        c.command("ECHO", self.marker)
-        c.close()
+        with wire.Connection(self.port) as c:
+            c.command("ECHO", self.marker)
         self.thread.join(MARKER_LIMIT_S)
         if self.thread.is_alive():
             raise RuntimeError("MONITOR did not show the end marker")
         self.conn.close()
-        parsed = (resp.parse_monitor_line(l) for l in self.lines if "[" in l)
+        parsed = (parse_monitor_line(l) for l in self.lines if "[" in l)
         return [(c, a) for c, a in parsed if c not in self.exclude and a]
 
 
@@ -125,7 +157,7 @@ def capture_replay(commands):
     by_client = {}
     for c, a in commands:
         if c != "lua" and a[0].upper() not in LEFT_OUT:
-            by_client.setdefault(c, []).append(resp.encode(non_blocking(a)))
+            by_client.setdefault(c, []).append(wire.encode(non_blocking(a)))
     return [b"".join(v) for v in by_client.values()]
 
 
@@ -142,7 +174,7 @@ def template_replay(template, queue, jobs, connections):
         setup += [own(c) for c in template["setup"]]
         job = [own(c) for c in template["job"]]
         out.append(b"".join(
-            resp.encode(non_blocking([a.replace(b"{job}", str(n).encode()) for a in c]))
+            wire.encode(non_blocking([a.replace(b"{job}", str(n).encode()) for a in c]))
             for n in range(k + 1, jobs + 1, connections) for c in job))
     return setup, out
 
@@ -154,13 +186,12 @@ def replay(redis_cli, port, setup, streams, jobs):
 
     Returns (jobs/s from the first start to the last end, replies, error replies, the first
     error lines)."""
-    conn = resp.Connection(port)
-    for c in setup:
-        try:
-            conn.command(*c)
-        except resp.ReplyError:
-            pass  # e.g. a consumer group that exists already
-    conn.close()
+    with wire.Connection(port) as conn:
+        for c in setup:
+            try:
+                conn.command(*c)
+            except wire.RespError:
+                pass  # e.g. a consumer group that exists already
     files, procs = [], []
     try:
         for blob in streams:

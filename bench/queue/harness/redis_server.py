@@ -7,20 +7,13 @@ pass. The directory should be on a disk: on tmpfs an fsync costs nothing.
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 
-from . import resp
+import wire  # cluster/wire.py (run.py puts cluster/ on the path)
 
 START_LIMIT_S = 20
 STOP_LIMIT_S = 30
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fsync_ms(directory, count=100):
@@ -59,13 +52,13 @@ class RedisServer:
         self.log = os.path.join(directory, "redis.log")
         self.process = None
         for _ in range(5):  # the port was free a moment ago; another run may have taken it
-            self.port = free_port()
+            self.port = wire.free_port()
             if self._start(binary):
                 break
         else:
             raise RuntimeError(f"redis-server did not start; see {self.log}")
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.conn = resp.Connection(self.port)
+        self.conn = wire.Connection(self.port)
         self.version = self.info("server")["redis_version"]
 
     def _start(self, binary):
@@ -79,12 +72,9 @@ class RedisServer:
             if self.process.poll() is not None:
                 return False
             try:
-                c = resp.Connection(self.port, timeout=1)
-                ok = c.command("PING") == "PONG"
-                c.close()
-                if ok:
+                if wire.redis_command("127.0.0.1", self.port, "PING", timeout=1) == "PONG":
                     return True
-            except (OSError, resp.ReplyError):
+            except (OSError, wire.RespError):
                 pass  # not listening yet, or still loading
             time.sleep(0.02)  # polling the server's first answer, bounded by START_LIMIT_S
         self.process.kill()
@@ -98,16 +88,14 @@ class RedisServer:
     def command(self, *args):
         try:
             return self.conn.command(*args)
-        except (ConnectionError, OSError) as e:
+        except (OSError, wire.RespError) as e:
             if self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited during the run (status "
                                    f"{self.process.returncode}; {self.log} says why)") from e
             raise
 
     def info(self, section):
-        text = self.command("INFO", section).decode()
-        return dict(line.split(":", 1) for line in text.splitlines()
-                    if ":" in line and not line.startswith("#"))
+        return wire.info_fields(self.command("INFO", section).decode())
 
     def command_seconds(self):
         """Seconds redis-server spent running commands since CONFIG RESETSTAT (INFO

@@ -9,6 +9,8 @@
 #include <new>
 #include <utility>
 
+#include "spool/detail/named.hpp"
+
 namespace spool::detail {
 
 class core;
@@ -16,6 +18,15 @@ class core;
 // An isolation region's number (spool::isolate); 0 is no region. 32 bits keep task small:
 // see isolation_enter (src/worker/loop.cpp) for when numbers repeat.
 using region_id = std::uint32_t;
+
+// A pool as a future's state, a continuation or a timer knows it: its core, and the stamp of
+// the core's life that the reference was made in. The pool may have been destroyed since;
+// the library checks the stamp before it touches the core from a thread outside the pool
+// (src/lifetime/README.md). owner null: no pool (spool::make_ready_future without one).
+struct pool_ref {
+  core* owner = nullptr;
+  std::uint32_t stamp = 0;
+};
 
 // How a task left the pool through run(): it returned, it threw, or it decided not to run its
 // work (a task group that was cancelled before the task started).
@@ -40,6 +51,9 @@ class task {
   virtual void cancel() noexcept = 0;
   // The submission was refused, so nobody has seen the task: free it silently.
   virtual void destroy() noexcept = 0;
+  // The name its callable was given (spool::named), for config::on_task_start and
+  // on_task_finish; null if none. Read only when those hooks are set.
+  virtual const char* name() const noexcept { return nullptr; }
 
   // Task memory is recycled per thread (src/memory/task_memory.cpp): a task is typically allocated
   // by the submitting thread and freed by the worker that ran it, a pattern malloc serves
@@ -61,8 +75,27 @@ class task {
   task& operator=(const task&) = delete;
 };
 
-// Reports an exception thrown by a fire-and-forget task to the pool's handler.
-void report_exception(core& owner, std::exception_ptr e) noexcept;
+// What an isolated wait may run (spool::isolate): the tasks of its region, and the one task it
+// waits for directly (may be null).
+struct region_match {
+  region_id region;
+  const task* direct;
+  bool operator()(const task* t) const noexcept { return t->isolation == region || t == direct; }
+};
+
+// Where an exception reported to the pool's handler came from; the message printed to stderr
+// when config::on_exception is empty names it.
+enum class thrown_by : unsigned char {
+  posted_task,     // post(), post_n(), post_bulk()
+  timer,           // post_after(), post_at(), post_every()
+  timer_refused,   // a timer that came due after close() (the error is errc::shut_down)
+  unwaited_group,  // a task of a task_group destroyed without delivering it (task_group.hpp)
+  group_callback,  // a task_group's on_finished callback
+};
+
+// Reports an exception to the pool's handler (config::on_exception, else stderr).
+void report_exception(core& owner, std::exception_ptr e,
+                      thrown_by source = thrown_by::posted_task) noexcept;
 
 // A fire-and-forget task around a callable.
 template <class F>
@@ -87,6 +120,7 @@ class post_task final : public task {
   }
   void cancel() noexcept override { delete this; }
   void destroy() noexcept override { delete this; }
+  const char* name() const noexcept override { return name_of(fn_); }
 
  private:
   F fn_;

@@ -15,10 +15,7 @@
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/error.hpp"
-
-namespace spool {
-enum class priority : unsigned char;
-}
+#include "spool/priority.hpp"
 
 namespace spool::detail {
 
@@ -31,9 +28,9 @@ class timer_node {
   using clock = std::chrono::steady_clock;
 
   clock::time_point deadline{};
-  std::uint64_t order = 0;                // insertion number: FIFO among equal deadlines
-  std::size_t heap_slot = k_not_queued;   // its index in the heap while queued
-  priority prio{};                        // the level its task is submitted at
+  std::uint64_t order = 0;               // insertion number: FIFO among equal deadlines
+  std::size_t heap_slot = k_not_queued;  // its index in the heap while queued
+  priority prio{};                       // the level its task is submitted at
 
   // Due: the timer thread took it out of the heap. Submits its task (core::submit_due) or
   // reports why that was refused. Called outside the queue's lock.
@@ -52,8 +49,14 @@ class timer_node {
 // Queues n (errc::shut_down once the pool's timers are stopped, errc::system if the timer
 // thread cannot start); on success the queue owns n until it takes it out again.
 std::error_code timer_schedule(core& owner, timer_node& n) noexcept;
-// Takes n out of the heap if it is there: true means the caller now owns it.
-bool timer_remove(core& owner, timer_node& n) noexcept;
+// Takes n out of the heap if it is there: true means the caller now owns it. False also if
+// the pool is gone (its shutdown took every node out).
+bool timer_remove(pool_ref owner, timer_node& n) noexcept;
+// timer_schedule from any thread: errc::shut_down if the pool is gone.
+std::error_code timer_schedule(pool_ref owner, timer_node& n) noexcept;
+class timer_entry;
+// timer_entry::cancel from any thread (nothing to do if the pool is gone: it ended the entry).
+void timer_cancel(pool_ref owner, timer_entry& e) noexcept;
 // Submits a due timer's task from the timer thread: never blocks, never applies the bound;
 // refused only once the pool is closed (or for memory). Does not take t on refusal.
 std::error_code submit_due(core& owner, task* t, priority p) noexcept;
@@ -107,6 +110,8 @@ class timer_entry : public timer_node {
   }
   // The run, from the worker that took the entry's task (src/timers/timers.cpp).
   outcome run() noexcept;
+  // The callable's name (spool::named), for the tracing hooks.
+  virtual const char* name() const noexcept { return nullptr; }
   // The pool dropped the entry's task before it ran.
   void dropped() noexcept;
 
@@ -127,15 +132,17 @@ class timer_entry_of final : public timer_entry {
  public:
   template <class G>
   timer_entry_of(core& owner, std::chrono::nanoseconds period, G&& fn)
-      : timer_entry(owner, period) {
+      : timer_entry(owner, period), name_(name_of(fn)) {
     ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
   }
   ~timer_entry_of() override {}  // fn_ is destroyed by end()
   void call() override { fn_(); }
+  const char* name() const noexcept override { return name_.get(); }
   void end(ending how, std::error_code why) noexcept override {
     fn_.~F();
     if (how == ending::refused) {
-      report_exception(pool_core(), std::make_exception_ptr(error(static_cast<errc>(why.value()))));
+      report_exception(pool_core(), std::make_exception_ptr(error(static_cast<errc>(why.value()))),
+                       thrown_by::timer_refused);
     }
   }
 
@@ -143,6 +150,7 @@ class timer_entry_of final : public timer_entry {
   union {
     F fn_;
   };
+  [[no_unique_address]] name_slot<F> name_;
 };
 
 // ---- pool::submit_after: a future's task that waits in the timer queue first ----
@@ -154,8 +162,9 @@ template <class F, class R>
 class delayed_task final : public state<R>, public timer_node {
  public:
   template <class G>
-  delayed_task(core* owner, G&& fn) : state<R>(owner) {
+  delayed_task(pool_ref owner, G&& fn) : state<R>(owner), name_(name_of(fn)) {
     ::new (static_cast<void*>(&fn_)) F(std::forward<G>(fn));
+    this->set_flags(state_base::k_bound);
   }
   ~delayed_task() override {}
 
@@ -163,6 +172,7 @@ class delayed_task final : public state<R>, public timer_node {
   void cancel() noexcept override {
     this->drop_unrun(fn_, std::make_exception_ptr(task_cancelled()));
   }
+  const char* name() const noexcept override { return name_.get(); }
   // The timer queue refused it, so its future was never handed out: drop both references.
   void destroy() noexcept override {
     fn_.~F();
@@ -177,12 +187,13 @@ class delayed_task final : public state<R>, public timer_node {
   }
   void discard() noexcept override { cancel(); }
 
-  bool request_cancel() noexcept override {
+ protected:
+  bool cancel_here(cancel_walk&) noexcept override {
     if (!this->try_claim()) return false;
     this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
     // Out of the heap: the task's reference is ours. Otherwise the timer thread or the pool
     // holds the task, and run() or cancel() will find it claimed and drop that reference.
-    if (timer_remove(*this->owner(), *this)) this->release();
+    if (timer_remove(this->owner(), *this)) this->release();
     return true;
   }
 
@@ -190,6 +201,7 @@ class delayed_task final : public state<R>, public timer_node {
   union {
     F fn_;
   };
+  [[no_unique_address]] name_slot<F> name_;
 };
 
 }  // namespace spool::detail

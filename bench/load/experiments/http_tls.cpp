@@ -1,0 +1,177 @@
+// http --tls: spoold (--tls-only, its default model) beside nginx (listen ... ssl), both with
+// the same throwaway certificate (ECDSA P-256, made with the openssl command for the run) and
+// the same TLS settings: TLS 1.2 and 1.3, ECDHE + AEAD ciphers for 1.2, server cipher order,
+// session tickets and a session cache. Three loads per repeat, each server started fresh for
+// each and warmed up for 1 s at the same load, the servers interleaved:
+//   keepalive  wrk over https, C connections, requests/s
+//   full       new connections per second, a full handshake each (tls_client.hpp, C clients)
+//   resumed    the same, each connection resuming the session of the one before it
+// for each C of --concurrency (default 4,64).
+// Table: min/median/max per server, and spoold/nginx as the median (min, max) of the
+// per-repeat ratios.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/http_tls.hpp"
+#include "process_stats.hpp"
+#include "servers/compared_servers.hpp"
+#include "servers/nginx.hpp"
+#include "servers/run_setup.hpp"
+#include "servers/served_content.hpp"
+#include "servers/spoold.hpp"
+#include "servers/temp_dir.hpp"
+#include "servers/tls_client.hpp"
+#include "servers/wrk.hpp"
+
+namespace bench {
+namespace {
+
+// The most client threads of the handshake loads (each holds one blocking connection).
+constexpr std::uint64_t max_handshake_clients = 256;
+constexpr unsigned warm_up_seconds = 1;
+
+// A CA-less self-signed certificate for 127.0.0.1 (the clients here do not verify: speed only).
+void make_certificate(const temp_dir& dir) {
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2"
+      " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '" +
+      dir.file("key.pem") + "' -out '" + dir.file("cert.pem") + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    cannot_run("http", "the openssl command could not make a certificate (install openssl)");
+  }
+}
+
+struct tls_sample {
+  double value = 0;  // req/s or connections/s
+  std::string note;  // errors, resumption misses
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
+                             std::uint64_t connections, unsigned seconds, const std::string& path) {
+  std::unique_ptr<running_server> server = kind.start();
+  tls_sample s;
+  if (load == "keepalive") {
+    wrk_settings w;
+    w.url = "https://127.0.0.1:" + std::to_string(server->port()) + path;
+    w.threads = 2;
+    w.connections = static_cast<unsigned>(connections);
+    w.seconds = warm_up_seconds;
+    (void)run_wrk(w);
+    w.seconds = seconds;
+    const wrk_result r = run_wrk(w);
+    s.value = r.requests_per_s;
+    if (r.errors() > 0) s.note = std::to_string(r.errors()) + " errors";
+  } else {
+    handshake_load h;
+    h.port = server->port();
+    h.path = path;
+    h.clients = static_cast<unsigned>(std::min(connections, max_handshake_clients));
+    h.resume = load == "resumed";
+    h.seconds = warm_up_seconds;
+    (void)run_handshakes(h);
+    h.seconds = seconds;
+    const handshake_result r = run_handshakes(h);
+    s.value = r.per_s;
+    if (r.failed > 0) s.note = std::to_string(r.failed) + " failed";
+    if (h.resume && r.resumed + h.clients < r.completed) {
+      // Each client's first connection is full; every later one should resume.
+      s.note +=
+          (s.note.empty() ? "" : ", ") + std::to_string(r.completed - r.resumed) + " not resumed";
+    }
+  }
+  server->stop();
+  return s;
+}
+
+}  // namespace
+
+void run_http_tls(const load_options& o) {
+  require_program("http", "wrk");
+  temp_dir certs("spool-load-bench-tls");
+  make_certificate(certs);
+  const std::string cert = certs.file("cert.pem");
+  const std::string key = certs.file("key.pem");
+  const std::string root = served_root(o);
+  const std::string path = served_url_path(o);
+  if (is_guestbook(path)) cannot_run("http", "--tls compares file serving: leave --file out");
+
+  spoold_settings sp;
+  sp.binary = spoold_binary(o);
+  sp.root = root;
+  sp.extra_args = {"--tls-only", "on", "--tls-cert",        cert,
+                   "--tls-key",  key,  "--max-connections", "20000"};
+  nginx_settings ng;
+  ng.root = root;
+  ng.workers = online_cpus();  // as many as spoold's event loops
+  ng.tls_cert = cert;
+  ng.tls_key = key;
+  const std::vector<server_kind> servers{{"spoold", [sp] { return start_spoold(sp); }},
+                                         {"nginx", [ng] { return start_nginx(ng); }}};
+
+  const std::vector<std::uint64_t> concurrency =
+      o.concurrency.empty() ? std::vector<std::uint64_t>{4, 64} : o.concurrency;
+  const unsigned seconds = whole_seconds(o, o.by_size(10.0, 3.0, 1.0), "http", "");
+  const int repeats = repeat_count(o);
+  const std::vector<std::string> loads{"keepalive", "full", "resumed"};
+
+  std::printf(
+      "== http --tls: spoold (epoll, --tls-only) vs nginx %u workers, %s, %u s per run "
+      "after %u s of warm-up, %d repeats\n",
+      ng.workers, path.c_str(), seconds, warm_up_seconds, repeats);
+  std::printf(
+      "   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
+      "per new connection (connections/s)\n");
+  std::printf("%-10s %5s %-7s %10s %10s %10s   %s\n", "load", "C", "server", "min", "median", "max",
+              "spoold/nginx median (min..max) | notes");
+  int failed_points = 0;  // no figure, failed connections, or sessions not resumed
+  for (const std::uint64_t connections : concurrency)
+    for (const std::string& load : loads) {
+      std::vector<std::vector<double>> values(servers.size());
+      std::vector<double> ratios;
+      std::string notes;
+      for (int r = 0; r < repeats; ++r) {
+        std::vector<double> this_repeat(servers.size(), 0);
+        // Alternate which server goes first, so neither always runs on a cooler machine.
+        for (std::size_t i = 0; i < servers.size(); ++i) {
+          const std::size_t k = (r % 2 == 0) ? i : servers.size() - 1 - i;
+          const tls_sample s = measure_tls_point(servers[k], load, connections, seconds, path);
+          values[k].push_back(s.value);
+          this_repeat[k] = s.value;
+          if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
+          if (s.value <= 0 || !s.note.empty()) ++failed_points;
+          std::fflush(stdout);
+        }
+        if (this_repeat[1] > 0) ratios.push_back(this_repeat[0] / this_repeat[1]);
+      }
+      for (std::size_t k = 0; k < servers.size(); ++k) {
+        const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
+        std::printf("%-10s %5llu %-7s %10.0f %10.0f %10.0f", load.c_str(),
+                    static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
+                    median_of(values[k]), *hi);
+        if (k == 0 && !ratios.empty()) {
+          const auto [rlo, rhi] = std::minmax_element(ratios.begin(), ratios.end());
+          std::printf("   %.2f (%.2f..%.2f)", median_of(ratios), *rlo, *rhi);
+        }
+        if (k == 0 && !notes.empty()) std::printf(" |%s", notes.c_str());
+        std::printf("\n");
+      }
+      std::fflush(stdout);
+    }
+  if (failed_points > 0) {
+    std::fprintf(stderr, "spool-load-bench http --tls: %d measurement(s) failed (see the notes)\n",
+                 failed_points);
+  }
+}
+
+}  // namespace bench
