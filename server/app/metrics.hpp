@@ -12,7 +12,7 @@
 namespace spoold {
 
 // The reasons a TLS handshake fails, as spoold_tls_handshake_failures_total's `reason` label,
-// in the order of models/tls.hpp's tls_failure.
+// in the order of conn/tls.hpp's tls_failure.
 inline constexpr std::string_view tls_failure_names[] = {"closed", "timeout", "plaintext",
                                                          "protocol", "alpn"};
 inline constexpr std::size_t tls_failure_reasons = std::size(tls_failure_names);
@@ -36,9 +36,9 @@ struct metrics_snapshot {
   std::uint64_t rate_limited = 0;         // requests answered 429 past --rate-limit
   std::uint64_t proxy_header_errors = 0;  // --proxy-protocol connections closed for their header
   std::uint64_t store_errors = 0;
-  std::uint64_t post_replays = 0;  // guestbook posts whose key was already stored
-  std::uint64_t tls_handshakes = 0;          // TLS handshakes completed
-  std::uint64_t tls_resumed = 0;             // of which resumed a session
+  std::uint64_t post_replays = 0;    // guestbook posts whose key was already stored
+  std::uint64_t tls_handshakes = 0;  // TLS handshakes completed
+  std::uint64_t tls_resumed = 0;     // of which resumed a session
   std::uint64_t tls_failures[tls_failure_reasons] = {};  // by reason (tls_failure_names)
   std::uint64_t connections_shed[shed_states] = {};      // by state (shed_state_names)
 };

@@ -1,6 +1,6 @@
 // The PROXY protocol header (HAProxy's proxy-protocol.txt, versions 1 and 2): the line or block
 // a proxy sends before anything else on a connection it relays, naming the client it relays
-// for. spoold reads it from --trust peers under --proxy-protocol (server/models/README.md,
+// for. spoold reads it from --trust peers under --proxy-protocol (server/README.md,
 // "PROXY protocol").
 //
 // Like parse_request, the parser is stateless: the caller passes every header byte received so
@@ -43,9 +43,9 @@ enum class proxy_status {
 
 enum class proxy_error : std::uint8_t {
   none,
-  not_proxy,    // the bytes start neither signature
-  malformed,    // a bad field, character or version
-  oversized,    // longer than its version allows (107 bytes; max_v2_payload)
+  not_proxy,  // the bytes start neither signature
+  malformed,  // a bad field, character or version
+  oversized,  // longer than its version allows (107 bytes; max_v2_payload)
 };
 
 struct proxy_header_result {

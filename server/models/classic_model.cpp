@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "thread_name.hpp"
+
 namespace spoold {
 namespace {
 
@@ -77,9 +79,8 @@ void classic_model::spawn(std::string name, std::function<void()> body) {
 
 void classic_model::spawn_acceptor(std::string name, std::function<void(accepted&&)> on_accept,
                                    std::mutex* accept_mu) {
-  spawn(std::move(name), [this, on_accept = std::move(on_accept), accept_mu] {
-    accept_loop(on_accept, accept_mu);
-  });
+  spawn(std::move(name),
+        [this, on_accept = std::move(on_accept), accept_mu] { accept_loop(on_accept, accept_mu); });
 }
 
 void classic_model::accept_loop(const std::function<void(accepted&&)>& on_accept,

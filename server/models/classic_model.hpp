@@ -7,9 +7,10 @@
 // forking), starts the log flusher if the model's threads log in this process and the memory
 // trimmer if it serves connections on many threads, then calls start_threads(). stop() raises
 // the stop and, for a blocking listener, shuts it down, which ends every accept() blocked on
-// it, in this process and in forked children (README.md, "Stopping accept"). wait() joins the threads started with spawn(), then calls
-// join_connections() for connections served on other threads, then stops the flusher, which
-// writes what they logged last. Models are made with make_stopped_on_destruction (model.hpp).
+// it, in this process and in forked children (README.md, "Stopping accept"). wait() joins the
+// threads started with spawn(), then calls join_connections() for connections served on other
+// threads, then stops the flusher, which writes what they logged last. Models are made with
+// make_stopped_on_destruction (model.hpp).
 #pragma once
 
 #include <condition_variable>
@@ -21,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "models/inline_driver.hpp"
-#include "models/listener.hpp"
+#include "conn/listener.hpp"
+#include "event/stop_signal.hpp"
 #include "models/memory_trim.hpp"
 #include "models/model.hpp"
-#include "models/stop_signal.hpp"
+#include "models/serve_connection.hpp"
 
 namespace spoold {
 

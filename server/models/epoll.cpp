@@ -2,7 +2,6 @@
 // and libspool for everything that may block (store calls). See server/models/README.md for
 // the loop's turn and why no request is lost at shutdown.
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,10 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "models/connection.hpp"
-#include "models/listener.hpp"
+#include "conn/connection.hpp"
+#include "conn/listener.hpp"
+#include "event/wakeup.hpp"
 #include "models/memory_trim.hpp"
 #include "models/model.hpp"
+#include "thread_name.hpp"
 
 namespace spoold {
 namespace {
@@ -90,7 +91,7 @@ class event_loop final : public connection_driver {
   listener listener_;
   listener tls_listener_;  // open with --tls-port only
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  wakeup wake_;  // a completion arrived, or the stop
   bool listening_ = true;
   bool shutdown_started_ = false;
   steady_clock::time_point grace_deadline_{};
@@ -161,9 +162,6 @@ event_loop::event_loop(server_context& ctx, const stop_signal& stop, connection_
     : connection_driver(stop, &budget), ctx_(ctx), budget_(budget), index_(index) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   check(epoll_fd_, "epoll_create1");
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) ::close(epoll_fd_);
-  check(wake_fd_, "eventfd");
 }
 
 event_loop::~event_loop() {
@@ -177,7 +175,6 @@ event_loop::~event_loop() {
     connections_ = c->next;
     delete c;
   }
-  ::close(wake_fd_);
   ::close(epoll_fd_);
 }
 
@@ -191,21 +188,16 @@ void event_loop::start() {
     check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, tls_listener_.fd(), &ev), "epoll_ctl listen");
   }
   ev.data.ptr = &wake_tag;
-  check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev), "epoll_ctl eventfd");
+  check(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_.fd(), &ev), "epoll_ctl eventfd");
   thread_ = std::thread([this] { run(); });
 }
 
-void event_loop::wake() const {
-  std::uint64_t one = 1;
-  // EAGAIN means the counter is already non-zero: the loop will wake anyway.
-  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
-}
+void event_loop::wake() const { wake_.signal(); }
 
 std::optional<http::response> event_loop::run_job(connection& c, blocking_job&& job) {
   auto* conn = static_cast<loop_connection*>(&c);
-  std::error_code err = ctx_.pool.try_post([this, conn, job = std::move(job)]() mutable {
-    complete(conn, run_job_here(job));
-  });
+  std::error_code err = ctx_.pool.try_post(
+      [this, conn, job = std::move(job)]() mutable { complete(conn, run_job_here(job)); });
   if (err) return http::error_response(503, "The server is overloaded or stopping.");
   return std::nullopt;
 }
@@ -240,8 +232,7 @@ void event_loop::run() {
       } else if (tag == &tls_listen_tag) {
         accept_all(tls_listener_, now);
       } else if (tag == &wake_tag) {
-        std::uint64_t count;
-        [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
+        wake_.drain();
         drain_completions(now);
       } else {
         on_event(static_cast<loop_connection*>(tag), events[i].events, now);

@@ -28,14 +28,13 @@
 #include <thread>
 #include <unordered_map>
 
+#include "models/children.hpp"
 #include "models/classic_model.hpp"
 
 namespace spoold {
 namespace {
 
 constexpr auto reap_interval = std::chrono::milliseconds(100);
-// Children end by the grace period themselves; this much later the parent kills what is left.
-constexpr auto kill_margin = std::chrono::milliseconds(500);
 
 class forking_model : public classic_model {
  public:
@@ -51,7 +50,8 @@ class forking_model : public classic_model {
 
   void run();
   void accept_some();
-  void reap();
+  // Collects exited children; true if one was found. Blocking: waits for one first.
+  bool reap(bool block);
   void shut_down();
   [[noreturn]] void child_main(accepted&& a);
 
@@ -71,7 +71,7 @@ void forking_model::run() {
       std::perror("spoold: poll");
       break;
     }
-    reap();
+    reap(false);
     if (n > 0 && fds[1].revents != 0) break;
     if (n > 0 && fds[0].revents != 0) accept_some();
   }
@@ -107,12 +107,18 @@ void forking_model::child_main(accepted&& a) {
   ::_exit(0);
 }
 
-void forking_model::reap() {
+bool forking_model::reap(bool block) {
+  bool any = false;
   for (;;) {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;  // 0: none exited; -1 (ECHILD): none left
+    const pid_t pid = ::waitpid(-1, &status, block && !any ? 0 : WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return any;  // 0: none exited; -1 (ECHILD): none left
+    any = true;
     children_.erase(pid);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && block) {
+      continue;  // killed after the grace period, as said on stderr
+    }
     if (WIFSIGNALED(status)) {
       std::fprintf(stderr, "spoold: connection process %d killed by signal %d\n",
                    static_cast<int>(pid), WTERMSIG(status));
@@ -126,25 +132,12 @@ void forking_model::reap() {
 void forking_model::shut_down() {
   // No new connections; the children saw the stop pipe and finish within the grace period.
   listener_.close();
-  const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
-  while (!children_.empty() && steady_clock::now() < kill_at) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    reap();
-  }
-  if (!children_.empty()) {
-    std::fprintf(stderr, "spoold: killing %zu connection processes after the grace period\n",
-                 children_.size());
-    for (const auto& child : children_) ::kill(child.first, SIGKILL);
-  }
-  while (!children_.empty()) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;  // ECHILD: nothing left to wait for
-    }
-    children_.erase(pid);
-  }
+  reap_then_kill(
+      stop_.raised_at() + ctx_.opts.grace + kill_margin, "connection processes",
+      [this] { return children_.size(); }, [this](bool block) { return reap(block); },
+      [this](auto kill) {
+        for (const auto& child : children_) kill(child.first);
+      });
 }
 
 }  // namespace

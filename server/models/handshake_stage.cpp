@@ -1,36 +1,31 @@
 #include "models/handshake_stage.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
-#include "models/tls.hpp"
+#include "conn/connection.hpp"
+#include "conn/tls.hpp"
+#include "thread_name.hpp"
 
 namespace spoold {
-namespace {
-
-// Matches the connection's: how long the answer to plain HTTP waits for the client to close.
-constexpr auto linger_time = std::chrono::seconds(2);
-
-constexpr std::string_view plaintext_response =
-    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 40\r\nConnection: close\r\n\r\n"
-    "This port speaks HTTPS only (TLS 1.2+).\n";
-
-}  // namespace
 
 struct handshake_stage::pending {
   accepted a;
   std::unique_ptr<tls_transport> t;
+  // Answered plain HTTP: the socket, taken from `a`, read until the client closes, as a
+  // connection lingers after its last answer (linger_time at most).
+  std::optional<socket_transport> lingering;
   steady_clock::time_point deadline;
-  bool draining = false;  // answered plain HTTP; reading until the client closes
+  [[nodiscard]] int fd() const noexcept { return lingering ? lingering->fd() : a.fd; }
 };
 
 handshake_stage::handshake_stage(server_context& ctx, const stop_signal& stop,
@@ -38,14 +33,10 @@ handshake_stage::handshake_stage(server_context& ctx, const stop_signal& stop,
                                  std::function<void()> dropped)
     : ctx_(ctx), stop_(stop), ready_(std::move(ready)), dropped_(std::move(dropped)) {}
 
-handshake_stage::~handshake_stage() {
-  join();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
+handshake_stage::~handshake_stage() { join(); }
 
 void handshake_stage::start() {
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  wake_.emplace();
   thread_ = std::thread([this] {
     name_this_thread("spoold-tls-hs");
     run();
@@ -61,14 +52,11 @@ void handshake_stage::add(accepted&& a) {
     std::lock_guard lock(mu_);
     if (!closed_) {
       incoming_.push_back(std::move(a));
-      std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+      wake_->signal();
       return;
     }
   }
-  a.slot.release();
-  ::close(a.fd);
-  dropped_();
+  discard(a);
 }
 
 void handshake_stage::take_incoming(steady_clock::time_point now) {
@@ -93,16 +81,10 @@ void handshake_stage::take_incoming(steady_clock::time_point now) {
 }
 
 bool handshake_stage::progress(pending& p, short revents, steady_clock::time_point now) {
-  if (p.draining) {
-    char sink[4096];
-    for (;;) {
-      const ssize_t n = ::recv(p.a.fd, sink, sizeof sink, 0);
-      if (n > 0) continue;
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-      drop(p);  // the client closed: it has the answer
-      return false;
-    }
+  if (p.lingering) {
+    if (read_away(*p.lingering) == io_status::again) return true;
+    drop(p);  // the client closed: it has the answer
+    return false;
   }
   (void)revents;
   const io_status s = p.t->handshake();
@@ -117,11 +99,11 @@ bool handshake_stage::progress(pending& p, short revents, steady_clock::time_poi
   if (p.t->failed() && p.t->failure() == tls_failure::plaintext) {
     ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_failure::plaintext));
     ctx_.counters.record_response(400, plaintext_response.size());
-    // The answer fits an empty socket buffer; then no more bytes go this way.
-    (void)::send(p.a.fd, plaintext_response.data(), plaintext_response.size(), MSG_NOSIGNAL);
-    (void)::shutdown(p.a.fd, SHUT_WR);
     p.t.reset();
-    p.draining = true;
+    p.lingering.emplace(std::exchange(p.a.fd, -1));
+    // The answer fits an empty socket buffer; then no more bytes go this way.
+    (void)p.lingering->write(plaintext_response.data(), plaintext_response.size(), false);
+    (void)p.lingering->shutdown_write();
     p.deadline = now + linger_time;
     return progress(p, POLLIN, now);
   }
@@ -133,9 +115,14 @@ bool handshake_stage::progress(pending& p, short revents, steady_clock::time_poi
 
 void handshake_stage::drop(pending& p) noexcept {
   p.t.reset();
-  p.a.slot.release();
-  if (p.a.fd >= 0) ::close(p.a.fd);
-  p.a.fd = -1;
+  p.lingering.reset();  // closes the socket it took
+  discard(p.a);
+}
+
+void handshake_stage::discard(accepted& a) noexcept {
+  a.slot.release();
+  if (a.fd >= 0) ::close(a.fd);
+  a.fd = -1;
   dropped_();
 }
 
@@ -146,12 +133,12 @@ void handshake_stage::run() {
     take_incoming(now);
     if (stop_.raised()) break;
     fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({wake_->fd(), POLLIN, 0});
     fds.push_back({stop_.fd(), POLLIN, 0});
     auto wake = now + std::chrono::seconds(1);
     for (const auto& p : pending_) {
       const short crossed = p->t ? p->t->crossed() : 0;
-      fds.push_back({p->a.fd, crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
+      fds.push_back({p->fd(), crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
       wake = std::min(wake, p->deadline);
     }
     const int n = ::poll(fds.data(), fds.size(), poll_timeout(wake, now));
@@ -160,10 +147,7 @@ void handshake_stage::run() {
       break;
     }
     now = steady_clock::now();
-    if (fds[0].revents != 0) {
-      std::uint64_t count;
-      [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
-    }
+    if (fds[0].revents != 0) wake_->drain();
     // pending_ may only shrink here; entries past the polled ones were not polled.
     std::size_t kept = 0;
     for (std::size_t i = 0; i < pending_.size(); ++i) {
@@ -172,7 +156,7 @@ void handshake_stage::run() {
       bool stays = true;
       if (revents != 0) stays = progress(p, revents, now);
       if (stays && now >= p.deadline) {
-        if (!p.draining) {
+        if (!p.lingering) {
           ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_failure::timeout));
         }
         drop(p);
@@ -191,11 +175,7 @@ void handshake_stage::run() {
     closed_ = true;
     late.swap(incoming_);
   }
-  for (accepted& a : late) {
-    a.slot.release();
-    ::close(a.fd);
-    dropped_();
-  }
+  for (accepted& a : late) discard(a);
 }
 
 }  // namespace spoold

@@ -12,12 +12,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
-#include "models/listener.hpp"
-#include "models/model.hpp"
-#include "models/stop_signal.hpp"
+#include "conn/listener.hpp"
+#include "event/stop_signal.hpp"
+#include "event/wakeup.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
 
@@ -50,12 +52,14 @@ class handshake_stage {
   // Moves `p` on; false once it has left the stage.
   bool progress(pending& p, short revents, steady_clock::time_point now);
   void drop(pending& p) noexcept;
+  // Gives back what `a` holds (its client's count, its socket) and tells `dropped`.
+  void discard(accepted& a) noexcept;
 
   server_context& ctx_;
   const stop_signal& stop_;
   std::function<void(accepted&&)> ready_;
   std::function<void()> dropped_;
-  int wake_fd_ = -1;
+  std::optional<wakeup> wake_;  // made by start(): incoming_ grew
   std::mutex mu_;
   std::vector<accepted> incoming_;  // guarded by mu_
   bool closed_ = false;             // guarded by mu_: the thread has ended, add() drops

@@ -3,41 +3,13 @@
 // how they use threads, processes and readiness notification (server/models/README.md).
 #pragma once
 
-#include <pthread.h>
-
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <string_view>
 
-#include <spool/spool.hpp>
-
-#include "app/access_log.hpp"
-#include "app/app.hpp"
-#include "app/metrics.hpp"
-#include "options.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
-
-class refusals;
-class client_table;
-class tls_context;
-
-struct server_context {
-  const options& opts;
-  app& application;
-  metrics& counters;
-  spool::pool& pool;
-  access_log* log;  // nullptr when access logging is off
-  // Where refused connections linger (refusals.hpp); nullptr: they are closed at once.
-  refusals* refused = nullptr;
-  // Per-client counts and buckets (client_limits.hpp); nullptr when no per-client limit is set.
-  client_table* clients = nullptr;
-  // The certificate and settings of the TLS listener (tls.hpp); nullptr without TLS.
-  tls_context* tls = nullptr;
-  // The port the TLS listener got (--tls-port, or --port with --tls-only), set by start().
-  std::uint16_t tls_port = 0;
-};
 
 class server_model {
  public:
@@ -68,11 +40,6 @@ class stopped_on_destruction final : public Model {
 template <class Model>
 std::unique_ptr<server_model> make_stopped_on_destruction(server_context& ctx) {
   return std::make_unique<stopped_on_destruction<Model>>(ctx);
-}
-
-// Names the calling thread (cut to the 15 characters Linux keeps), for top and debuggers.
-inline void name_this_thread(const std::string& name) noexcept {
-  ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
 }
 
 // Throws std::invalid_argument for an unknown name (the message lists the known ones).

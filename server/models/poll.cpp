@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "conn/connection.hpp"
 #include "models/classic_model.hpp"
-#include "models/connection.hpp"
 #include "models/memory_trim.hpp"
 
 namespace spoold {

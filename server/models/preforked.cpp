@@ -15,7 +15,6 @@
 // connection and a client waits, a worker whose connection only waits on its client gives it up
 // (worker_pressure.hpp), so that slow clients cannot hold every worker.
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,15 +28,16 @@
 #include <thread>
 #include <vector>
 
+#include "limits/client_limits.hpp"
+#include "limits/worker_pressure.hpp"
+#include "models/children.hpp"
 #include "models/classic_model.hpp"
-#include "models/client_limits.hpp"
-#include "models/worker_pressure.hpp"
+#include "shared_mapping.hpp"
 
 namespace spoold {
 namespace {
 
 constexpr auto supervise_interval = std::chrono::milliseconds(100);
-constexpr auto kill_margin = std::chrono::milliseconds(500);
 // A worker that dies sooner than this after its start is restarted only after this long, so a
 // worker that cannot run (say, a store it cannot open) does not turn into a fork loop.
 constexpr auto restart_backoff = std::chrono::seconds(1);
@@ -53,14 +53,8 @@ static_assert(shared_counter::is_always_lock_free);
 
 class shared_counts {
  public:
-  explicit shared_counts(std::size_t workers) : size_((workers + 1) * sizeof(shared_counter)) {
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
-    slots_ = static_cast<shared_counter*>(p);  // zero-filled, which is every counter's start
-  }
-  ~shared_counts() { ::munmap(slots_, size_); }
-  shared_counts(const shared_counts&) = delete;
-  shared_counts& operator=(const shared_counts&) = delete;
+  // Every counter starts at zero.
+  explicit shared_counts(std::size_t workers) : slots_(workers + 1, "mmap (worker counts)") {}
 
   // In worker `i`: true if the connection may be served; then leave() must follow.
   bool enter(std::size_t i, std::size_t max) {
@@ -87,8 +81,7 @@ class shared_counts {
   }
 
  private:
-  std::size_t size_;
-  shared_counter* slots_;
+  shared_array<shared_counter> slots_;  // [0]: busy workers; [i + 1]: worker i is busy
 };
 
 class preforked_model : public classic_model {
@@ -208,23 +201,18 @@ bool preforked_model::reap(bool block) {
 }
 
 void preforked_model::shut_down() {
-  auto alive = [this] {
-    return std::count_if(workers_.begin(), workers_.end(),
-                         [](const worker& w) { return w.pid >= 0; });
-  };
-  const auto kill_at = stop_.raised_at() + ctx_.opts.grace + kill_margin;
-  while (alive() > 0 && steady_clock::now() < kill_at) {
-    if (!reap(false)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (alive() > 0) {
-    std::fprintf(stderr, "spoold: killing %ld workers after the grace period\n",
-                 static_cast<long>(alive()));
-    for (const worker& w : workers_) {
-      if (w.pid >= 0) ::kill(w.pid, SIGKILL);
-    }
-    while (alive() > 0 && reap(true)) {
-    }
-  }
+  reap_then_kill(
+      stop_.raised_at() + ctx_.opts.grace + kill_margin, "workers",
+      [this] {
+        return std::count_if(workers_.begin(), workers_.end(),
+                             [](const worker& w) { return w.pid >= 0; });
+      },
+      [this](bool block) { return reap(block); },
+      [this](auto kill) {
+        for (const worker& w : workers_) {
+          if (w.pid >= 0) kill(w.pid);
+        }
+      });
 }
 
 }  // namespace

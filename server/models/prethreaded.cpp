@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "limits/worker_pressure.hpp"
 #include "models/classic_model.hpp"
-#include "models/worker_pressure.hpp"
 
 namespace spoold {
 namespace {
@@ -30,8 +30,9 @@ class prethreaded_model : public classic_model {
     pressure_.emplace([this] { return budget_.admitted(); }, count, listener_.fd());
     std::mutex* lock = ctx_.opts.accept_lock ? &accept_mu_ : nullptr;
     for (std::size_t i = 0; i < count; ++i) {
-      spawn_acceptor("spoold-w-" + std::to_string(i),
-                     [this](accepted&& a) { serve_or_refuse(std::move(a)); }, lock);
+      spawn_acceptor(
+          "spoold-w-" + std::to_string(i), [this](accepted&& a) { serve_or_refuse(std::move(a)); },
+          lock);
     }
   }
 

@@ -20,14 +20,14 @@
 #include <thread>
 
 #include "models/classic_model.hpp"
+#include "thread_name.hpp"
 
 namespace spoold {
 namespace {
 
 class threaded_model : public classic_model {
  public:
-  explicit threaded_model(server_context& ctx)
-      : classic_model(ctx, {.trim_memory = true}) {}
+  explicit threaded_model(server_context& ctx) : classic_model(ctx, {.trim_memory = true}) {}
 
  private:
   void start_threads() override {
@@ -73,7 +73,7 @@ class threaded_model : public classic_model {
     auto self = running_.emplace(running_.end());
     try {
       // Under mu_: the new thread cannot reach finish() before *self holds it.
-      *self = std::thread([this, self, conn = std::move(a)] () mutable {
+      *self = std::thread([this, self, conn = std::move(a)]() mutable {
         name_this_thread("spoold-conn");
         serve(std::move(conn));
         finish(self);

@@ -7,7 +7,7 @@ header.
 The data and the client's FIN are sent in one TCP segment (TCP_CORK holds the data until close()
 attaches the FIN to it), so they reach the server together: an edge-triggered server that took
 the short read of the data for "drained" would never see the end, since no new readiness comes
-for it (server/models/transport.hpp, the short-read contract). The header and idle timeouts are
+for it (server/conn/transport.hpp, the short-read contract). The header and idle timeouts are
 set far longer than the tests wait, so that only reading the end can release a connection.
 
 The burst test fills a small --max-connections with such connections: once they are abandoned,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""spoold over TLS (server/models/tls.hpp): handshakes verified against a throwaway CA made with
+"""spoold over TLS (server/conn/tls.hpp): handshakes verified against a throwaway CA made with
 the openssl command, ALPN, TLS 1.2 and 1.3, TLS 1.1 refused, session resumption, curl with
 keep-alive, a file body (the send_file path) and a guestbook post, failed handshakes counted by
 reason, and the certificate reloaded on SIGHUP while an established connection keeps working.

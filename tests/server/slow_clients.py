@@ -2,7 +2,7 @@
 preforked's processes), each of which holds a connection until it closes: as many slow clients
 as there are workers must not stop the server for everyone else. While every worker is busy and
 a client waits for one, a worker whose connection only waits on its client (a request head, a
-TLS handshake, a PROXY header, idle keep-alive) gives it up (server/models/worker_pressure.hpp),
+TLS handshake, a PROXY header, idle keep-alive) gives it up (server/limits/worker_pressure.hpp),
 and counts it in spoold_connections_shed_total{state}; without that pressure, nothing is given
 up.
 

@@ -1,4 +1,4 @@
-// shared_client_counts (server/models/client_limits.hpp), the per-client connection counts
+// shared_client_counts (server/limits/client_limits.hpp), the per-client connection counts
 // preforked's workers share: the limit under concurrent opens and closes of one client, a
 // full table, and the counts a dead holder gives back. Threads stand in for the processes:
 // the table is the same atomics either way.
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/client_limits.hpp"
+#include "limits/client_limits.hpp"
 
 namespace {
 

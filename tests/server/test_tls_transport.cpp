@@ -1,4 +1,4 @@
-// tls_transport (server/models/tls.hpp) over a socketpair, against an OpenSSL client on the other
+// tls_transport (server/conn/tls.hpp) over a socketpair, against an OpenSSL client on the other
 // end, both non-blocking and pumped in turn on one thread: the handshake inside read(), reads
 // and writes, send_file resuming after `again` with the same bytes, close_notify, and the
 // handshake failures the server counts (plaintext, closed).
@@ -23,7 +23,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/tls.hpp"
+#include "conn/tls.hpp"
 
 namespace spoold {
 namespace {

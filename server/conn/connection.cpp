@@ -1,17 +1,18 @@
-#include "models/connection.hpp"
+#include "conn/connection.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "conn/tls.hpp"
 #include "http/parser.hpp"
 #include "http/proxy_header.hpp"
 #include "http/syntax.hpp"
-#include "models/client_limits.hpp"
-#include "models/tls.hpp"
+#include "limits/client_limits.hpp"
 
 namespace spoold {
 namespace {
@@ -21,20 +22,10 @@ constexpr std::size_t read_chunk = 16 * 1024;
 // Past this much unsent output a connection stops parsing pipelined requests, and stops reading
 // them, until it drains: that is the backpressure on a client that sends faster than it reads.
 constexpr std::size_t output_high_water = 256 * 1024;
-// How long a closing connection keeps reading (and discarding) what the client still sends, so
-// that closing does not reset the connection before the client has read our last response.
-constexpr auto linger_time = std::chrono::seconds(2);
 // The most a single sendfile call is asked to move.
 constexpr std::size_t file_chunk = 1u << 20;
 
 constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
-
-// The answer to plain HTTP sent to the TLS port.
-constexpr std::string_view plaintext_response =
-    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    "Content-Length: 40\r\nConnection: close\r\n\r\n"
-    "This port speaks HTTPS only (TLS 1.2+).\n";
-static_assert(plaintext_response.size() - plaintext_response.find("\r\n\r\n") - 4 == 40);
 
 // The last address of the request's X-Forwarded-For headers (each proxy appends the peer it
 // saw, so the last one is what the trusted proxy itself saw); nullopt if absent or not an
@@ -90,7 +81,11 @@ bool connection::input_buffer::make_room(std::size_t chunk, std::size_t limit) {
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
                        steady_clock::time_point now) noexcept
-    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), peer_(a.peer),
+    : ctx_(ctx),
+      driver_(driver),
+      socket_(a.fd),
+      last_activity_(now),
+      peer_(a.peer),
       slot_(std::move(a.slot)) {
   a.fd = -1;  // socket_'s now
   if (a.tls != nullptr) {
@@ -113,17 +108,20 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
       socket_.close();  // out of memory: the client sees the connection close
     }
   }
+  bool awaits_proxy_header = false;
   if (!ctx_.opts.trust.empty()) {
     const std::optional<ip_address> ip = peer_.ip();
     trusted_peer_ = ip && is_trusted(ctx_.opts, *ip);
     if (trusted_peer_ && ctx_.opts.proxy_protocol) {
-      awaits_proxy_header_ = true;
+      awaits_proxy_header = true;
       head_started_ = now;  // --header-timeout runs from the accept
     }
   }
+  state_ = awaits_proxy_header ? conn_state::proxy_header : after_proxy_header();
   driver_.opened();
   ctx_.counters.connection_opened();
-  if (closed()) {  // the TLS layer could not be made
+  if (socket_.fd() < 0) {  // the TLS layer could not be made
+    enter(conn_state::closed);
     ctx_.counters.connection_closed();
     driver_.closed();
     slot_.release();
@@ -132,7 +130,11 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
 
 connection::connection(server_context& ctx, connection_driver& driver, accepted&& a,
                        steady_clock::time_point now, refusal_t, refusal_reason why)
-    : ctx_(ctx), driver_(driver), socket_(a.fd), last_activity_(now), refused_(true),
+    : ctx_(ctx),
+      driver_(driver),
+      socket_(a.fd),
+      last_activity_(now),
+      refused_(true),
       peer_(a.peer) {
   a.fd = -1;  // socket_'s now
   count_refusal(ctx_, why);
@@ -145,8 +147,18 @@ connection::connection(server_context& ctx, connection_driver& driver, accepted&
 
 connection::~connection() { close(); }
 
+void connection::enter(conn_state next) noexcept {
+  assert(legal_transition(state_, next));
+  state_ = next;
+}
+
+conn_state connection::after_proxy_header() const noexcept {
+  return tls_ && !tls_->established() ? conn_state::handshake : conn_state::serving;
+}
+
 void connection::close() noexcept {
   if (closed()) return;
+  enter(conn_state::closed);
   if (tls_ && !tls_->established() && tls_->failed()) {
     ctx_.counters.tls_handshake_failed(static_cast<std::size_t>(tls_->failure()));
   }
@@ -165,12 +177,13 @@ void connection::close() noexcept {
 // What the connection does next
 
 bool connection::takes_requests() const noexcept {
-  return !closed() && !lingering_ && !close_after_write_ && !job_pending_ && !file_ &&
-         out_.size() - out_sent_ <= output_high_water;
+  // A handshake runs inside the first reads, which serve() makes as it looks for a request.
+  return (state_ == conn_state::serving || state_ == conn_state::handshake) &&
+         !close_after_write_ && !file_ && out_.size() - out_sent_ <= output_high_water;
 }
 
 bool connection::takes_input() const noexcept {
-  return !job_pending_ && out_.size() - out_sent_ <= output_high_water;
+  return state_ != conn_state::job && out_.size() - out_sent_ <= output_high_water;
 }
 
 std::size_t connection::input_limit() const noexcept {
@@ -207,11 +220,9 @@ bool connection::has_ready_work() const noexcept {
   return takes_requests() && (worth_parsing() || can_read_more());
 }
 
-bool connection::handshaking() const noexcept { return tls_ && !tls_->established(); }
-
 short connection::interest() const noexcept {
   if (closed()) return 0;
-  if (lingering_) return static_cast<short>(POLLIN | io_->crossed());
+  if (state_ == conn_state::lingering) return static_cast<short>(POLLIN | io_->crossed());
   short events = static_cast<short>((has_output() ? POLLOUT : 0) | io_->crossed());
   if (!peer_closed_ && takes_input() && in_.can_take(read_chunk, input_limit())) events |= POLLIN;
   return events;
@@ -220,13 +231,30 @@ short connection::interest() const noexcept {
 steady_clock::time_point connection::deadline() const noexcept {
   const options& o = ctx_.opts;
   steady_clock::time_point d;
-  if (lingering_) {
-    d = linger_until_;
-  } else if (awaits_proxy_header_ || handshaking()) {
-    d = stopping_ ? last_activity_ : head_started_ + o.header_timeout;
-  } else if (job_pending_) {
-    d = steady_clock::time_point::max();  // the store's own timeouts bound the job
-  } else if (has_output()) {
+  switch (state_) {
+    case conn_state::closed:
+      return steady_clock::time_point::max();  // nothing left to time
+    case conn_state::proxy_header:
+    case conn_state::handshake:  // both from the accept; due at once at the stop
+      d = stopping_ ? last_activity_ : head_started_ + o.header_timeout;
+      break;
+    case conn_state::job:
+      d = steady_clock::time_point::max();  // the store's own timeouts bound the job
+      break;
+    case conn_state::lingering:
+      d = linger_until_;
+      break;
+    case conn_state::serving:
+      d = serving_deadline();
+      break;
+  }
+  return stopping_ ? std::min(d, grace_deadline_) : d;
+}
+
+steady_clock::time_point connection::serving_deadline() const noexcept {
+  const options& o = ctx_.opts;
+  steady_clock::time_point d;
+  if (has_output()) {
     d = last_activity_ + o.write_timeout;
   } else if (has_input()) {
     d = head_started_ + o.header_timeout;
@@ -241,7 +269,7 @@ steady_clock::time_point connection::deadline() const noexcept {
   } else {
     d = last_activity_ + o.idle_timeout;
   }
-  return stopping_ ? std::min(d, grace_deadline_) : d;
+  return d;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -256,13 +284,13 @@ void connection::on_io(bool readable, bool writable, steady_clock::time_point no
   if (readable && (crossed & POLLIN) != 0) writable = true;
   if (readable) {
     maybe_readable_ = true;
-    if (lingering_) {
+    if (state_ == conn_state::lingering) {
       drain_lingering();
       return;
     }
-    if (awaits_proxy_header_) {
+    if (state_ == conn_state::proxy_header) {
       read_proxy_header(now);
-      if (awaits_proxy_header_ || closed()) return;
+      if (state_ == conn_state::proxy_header || closed()) return;
     }
     if (takes_input()) read_input(now);
     if (closed()) return;
@@ -273,18 +301,28 @@ void connection::on_io(bool readable, bool writable, steady_clock::time_point no
 
 void connection::on_deadline(steady_clock::time_point now) {
   if (closed() || now < deadline()) return;
-  if (handshaking() && !awaits_proxy_header_) {  // a late PROXY header is counted below
-    if (!stopping_) tls_->set_failure(tls_failure::timeout);
-    close();
-    return;
+  switch (state_) {
+    case conn_state::closed:
+      return;
+    case conn_state::proxy_header:
+      // No request has begun: at the stop the connection just closes; otherwise the header is
+      // late, which counts as an error of the header.
+      if (!stopping_) ctx_.counters.proxy_header_error();
+      close();
+      return;
+    case conn_state::handshake:
+      if (!stopping_) tls_->set_failure(tls_failure::timeout);
+      close();
+      return;
+    case conn_state::job:        // the grace period is over
+    case conn_state::lingering:  // the linger time is over, or the grace period
+      close();
+      return;
+    case conn_state::serving:
+      break;
   }
-  if ((stopping_ && now >= grace_deadline_) || lingering_ || has_output()) {
-    close();  // grace over, linger over, or a client that reads nothing
-  } else if (awaits_proxy_header_) {
-    // No request has begun: at the stop the connection just closes; otherwise the header is
-    // late, which counts as an error of the header.
-    if (!stopping_) ctx_.counters.proxy_header_error();
-    close();
+  if ((stopping_ && now >= grace_deadline_) || has_output()) {
+    close();  // grace over, or a client that reads nothing
   } else if (has_input()) {
     fail_request(408, "The request took too long to arrive.");
     flush(now);
@@ -311,10 +349,11 @@ void connection::on_stop(steady_clock::time_point now, steady_clock::time_point 
 }
 
 std::optional<steady_clock::time_point> connection::waiting_on_client_since() const noexcept {
-  if (closed() || lingering_ || job_pending_ || has_output() || close_after_write_) {
+  if (state_ == conn_state::closed || state_ == conn_state::lingering ||
+      state_ == conn_state::job || has_output() || close_after_write_) {
     return std::nullopt;
   }
-  if (awaits_proxy_header_ || handshaking()) return head_started_;  // from the accept
+  if (state_ != conn_state::serving) return head_started_;  // PROXY header, handshake: accept
   if (has_input()) {
     // needed_ > 0: the head is complete and its body on its way.
     if (needed_ > 0) return std::nullopt;
@@ -326,10 +365,10 @@ std::optional<steady_clock::time_point> connection::waiting_on_client_since() co
 void connection::shed(steady_clock::time_point now) {
   if (closed()) return;
   shed_state state = shed_state::idle;
-  if (awaits_proxy_header_) {
+  if (state_ == conn_state::proxy_header) {
     state = shed_state::proxy_header;
     ctx_.counters.proxy_header_error();
-  } else if (handshaking()) {
+  } else if (state_ == conn_state::handshake) {
     state = shed_state::handshake;
     tls_->set_failure(tls_failure::timeout);
   } else if (has_input()) {
@@ -346,6 +385,7 @@ void connection::shed(steady_clock::time_point now) {
 void connection::job_done(http::response r) {
   job_pending_ = false;
   if (closed()) return;  // closed while its job ran (grace deadline, write error)
+  enter(conn_state::serving);
   respond(pending_, std::move(r));
 }
 
@@ -390,9 +430,13 @@ void connection::note_handshake() noexcept {
   if (!tls_->established()) return;
   handshake_counted_ = true;
   ctx_.counters.tls_handshake_done(tls_->resumed());
+  if (state_ == conn_state::handshake) enter(conn_state::serving);
 }
 
 void connection::answer_plaintext(steady_clock::time_point now) {
+  // No handshake any more: the 400 is written, then the connection lingers as after any final
+  // answer (a failed handshake is still counted, by close()).
+  if (state_ == conn_state::handshake) enter(conn_state::serving);
   io_ = &socket_;  // the answer goes out unencrypted
   out_.assign(plaintext_response);
   ctx_.counters.record_response(400, plaintext_response.size());
@@ -404,17 +448,11 @@ void connection::answer_plaintext(steady_clock::time_point now) {
 }
 
 void connection::drain_lingering() {
-  char sink[4096];
-  for (;;) {
-    const io_result r = io_->read(sink, sizeof sink);
-    if (r.status == io_status::ok) continue;
-    if (r.status == io_status::again) {
-      maybe_readable_ = false;
-      return;
-    }
-    close();  // the client closed (or reset): it has our answer
+  if (read_away(*io_) == io_status::again) {
+    maybe_readable_ = false;
     return;
   }
+  close();  // the client closed (or reset): it has our answer
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -479,7 +517,7 @@ void connection::read_proxy_header(steady_clock::time_point now) {
 
 void connection::proxy_header_done(const std::optional<ip_address>& source,
                                    steady_clock::time_point now) {
-  awaits_proxy_header_ = false;
+  enter(after_proxy_header());
   std::string().swap(proxy_bytes_);
   maybe_readable_ = true;  // the first request may be in the socket behind the header
   if (!source) return;     // LOCAL or UNKNOWN: the peer (a trusted proxy) is the client
@@ -505,9 +543,9 @@ void connection::fail_proxy_header() noexcept {
 // Requests
 
 void connection::serve(int max_requests, steady_clock::time_point now) {
-  if (awaits_proxy_header_) {
+  if (state_ == conn_state::proxy_header) {
     if (maybe_readable_) read_proxy_header(now);
-    if (awaits_proxy_header_ || closed()) return;
+    if (state_ == conn_state::proxy_header || closed()) return;
   }
   int served = 0;
   while (takes_requests()) {
@@ -594,6 +632,7 @@ void connection::answer(http::request& req, std::size_t consumed, steady_clock::
   if (h.blocking) {
     std::optional<http::response> r = driver_.run_job(*this, std::move(h.blocking));
     if (!r) {
+      enter(conn_state::job);
       job_pending_ = true;
       pending_ = std::move(info);
       return;
@@ -684,9 +723,9 @@ void connection::flush(steady_clock::time_point now) {
       file_.reset();
       break;
     }
-    const io_result r = io_->send_file(f.file_fd, f.file_offset,
-                                       static_cast<std::size_t>(std::min<std::uint64_t>(
-                                           f.file_length, file_chunk)));
+    const io_result r = io_->send_file(
+        f.file_fd, f.file_offset,
+        static_cast<std::size_t>(std::min<std::uint64_t>(f.file_length, file_chunk)));
     if (r.status == io_status::ok) {
       f.file_length -= r.bytes;
       last_activity_ = now;
@@ -696,7 +735,7 @@ void connection::flush(steady_clock::time_point now) {
     return;
   }
   if (close_after_write_) {
-    if (!lingering_) finish_or_linger(now);
+    if (state_ != conn_state::lingering) finish_or_linger(now);
   } else if (peer_closed_ && !has_input() && !job_pending_) {
     close();  // the client is done and has every answer
   }
@@ -714,7 +753,7 @@ void connection::finish_or_linger(steady_clock::time_point now) {
     close();
     return;
   }
-  lingering_ = true;
+  enter(conn_state::lingering);
   linger_until_ = now + linger_time;
   in_.clear();
   drain_lingering();

@@ -1,7 +1,6 @@
-#include "models/refusals.hpp"
+#include "limits/refusals.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +9,8 @@
 #include <cstdio>
 #include <new>
 #include <system_error>
+
+#include "thread_name.hpp"
 
 namespace spoold {
 
@@ -25,7 +26,6 @@ refusals::~refusals() {
   wake();
   thread_.join();
   incoming_.clear();  // closes them
-  ::close(wake_fd_);
 }
 
 bool refusals::take(accepted&& a, refusal_reason why) noexcept {
@@ -35,7 +35,8 @@ bool refusals::take(accepted&& a, refusal_reason why) noexcept {
   }
   std::unique_ptr<connection> c;
   try {
-    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal, why);
+    c = std::make_unique<connection>(ctx_, driver_, std::move(a), steady_clock::now(), refusal,
+                                     why);
   } catch (const std::bad_alloc&) {
     lingering_.fetch_sub(1, std::memory_order_relaxed);
     return a.fd < 0;  // the constructor took the socket and closed it
@@ -66,23 +67,17 @@ bool refusals::take(accepted&& a, refusal_reason why) noexcept {
 // preforked) must not share one, or one process's thread could take another's wake-up.
 void refusals::start_locked() {
   if (thread_pid_ != 0) throw std::system_error(EPERM, std::generic_category(), "refusals");
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  wake_.emplace();
   try {
     thread_ = std::thread([this] { run(); });
   } catch (...) {
-    ::close(wake_fd_);
-    wake_fd_ = -1;
+    wake_.reset();
     throw;
   }
   thread_pid_ = ::getpid();
 }
 
-void refusals::wake() const noexcept {
-  std::uint64_t one = 1;
-  // EAGAIN means the counter is already non-zero: the thread will wake anyway.
-  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
-}
+void refusals::wake() const noexcept { wake_->signal(); }
 
 void refusals::run() {
   name_this_thread("spoold-refusals");
@@ -97,7 +92,7 @@ void refusals::run() {
     }
     auto now = steady_clock::now();
     fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({wake_->fd(), POLLIN, 0});
     auto wake_at = steady_clock::time_point::max();
     for (const auto& c : lingering) {
       fds.push_back({c->fd(), c->interest(), 0});
@@ -110,17 +105,13 @@ void refusals::run() {
       std::perror("spoold: poll (refusals)");
       break;
     }
-    if (n > 0 && fds[0].revents != 0) {
-      std::uint64_t count;
-      [[maybe_unused]] auto r = ::read(wake_fd_, &count, sizeof count);
-    }
+    if (n > 0 && fds[0].revents != 0) wake_->drain();
     for (std::size_t i = 0; i < lingering.size(); ++i) {
       connection& c = *lingering[i];
       if (n > 0 && fds[i + 1].revents != 0) c.on_poll(fds[i + 1].revents, now);
       c.on_deadline(now);
     }
-    const std::size_t closed =
-        std::erase_if(lingering, [](const auto& c) { return c->closed(); });
+    const std::size_t closed = std::erase_if(lingering, [](const auto& c) { return c->closed(); });
     lingering_.fetch_sub(closed, std::memory_order_relaxed);
   }
   lingering_.fetch_sub(lingering.size(), std::memory_order_relaxed);

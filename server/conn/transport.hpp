@@ -94,4 +94,9 @@ class socket_transport final : public transport {
   io_result peek(char* into, std::size_t size) noexcept;
 };
 
+// Reads and discards what `t` holds until it has nothing more now: `again` (the client may
+// still send), or `eof` or `error` once the client has closed or reset. The lingering close
+// after a final answer reads with it (connection.cpp, the queue model's handshake stage).
+io_status read_away(transport& t) noexcept;
+
 }  // namespace spoold

@@ -1,4 +1,4 @@
-#include "models/listener.hpp"
+#include "conn/listener.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <system_error>
 
-#include "models/refusals.hpp"
-#include "models/transport.hpp"
+#include "conn/transport.hpp"
+#include "limits/refusal.hpp"
 
 namespace spoold {
 namespace {
@@ -29,7 +29,7 @@ std::atomic<std::int64_t> next_report_ns{0};  // steady_clock; 0: report the nex
 void report_exhausted(int err) noexcept {
   unreported_exhaustions.fetch_add(1, std::memory_order_relaxed);
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               steady_clock::now().time_since_epoch())
+                               std::chrono::steady_clock::now().time_since_epoch())
                                .count();
   std::int64_t due = next_report_ns.load(std::memory_order_relaxed);
   if (now < due) return;
@@ -39,8 +39,7 @@ void report_exhausted(int err) noexcept {
   if (!next_report_ns.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
   const std::uint64_t failed = unreported_exhaustions.exchange(0, std::memory_order_relaxed);
   char text[128];
-  std::fprintf(stderr,
-               "spoold: accept4: %s: pausing accepts (%llu failed since the last report)\n",
+  std::fprintf(stderr, "spoold: accept4: %s: pausing accepts (%llu failed since the last report)\n",
                ::strerror_r(err, text, sizeof text), static_cast<unsigned long long>(failed));
 }
 
@@ -116,36 +115,6 @@ void listener::close() noexcept {
   if (fd_ < 0) return;
   ::close(fd_);
   fd_ = -1;
-}
-
-void count_refusal(server_context& ctx, refusal_reason why) noexcept {
-  if (why == refusal_reason::per_client) {
-    ctx.counters.connection_refused_per_client();
-    ctx.counters.record_response(429, refused_per_client_response.size());
-  } else {
-    ctx.counters.connection_refused();
-    ctx.counters.record_response(503, refused_response.size());
-  }
-}
-
-void refuse_connection(server_context& ctx, accepted&& a, refusal_reason why) noexcept {
-  a.slot.release();
-  if (a.fd < 0) return;
-  if (a.tls != nullptr) {
-    // A TLS client could not read a plaintext answer; it sees the connection close.
-    SSL_free(a.ssl);
-    a.ssl = nullptr;
-    ::close(a.fd);
-    a.fd = -1;
-    count_refusal(ctx, why);
-    return;
-  }
-  if (ctx.refused != nullptr && ctx.refused->take(std::move(a), why)) return;
-  socket_transport socket(a.fd);  // closes it
-  a.fd = -1;
-  const std::string_view answer = refusal_response(why);
-  (void)socket.write(answer.data(), answer.size(), false);
-  count_refusal(ctx, why);
 }
 
 }  // namespace spoold

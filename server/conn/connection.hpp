@@ -24,15 +24,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "app/metrics.hpp"
+#include "conn/accepted.hpp"
+#include "conn/transport.hpp"
+#include "event/stop_signal.hpp"
 #include "http/request.hpp"
 #include "http/response.hpp"
-#include "models/listener.hpp"
-#include "models/model.hpp"
-#include "models/stop_signal.hpp"
-#include "models/transport.hpp"
+#include "limits/connection_budget.hpp"
+#include "limits/refusal.hpp"
 #include "net.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
 
@@ -43,6 +46,17 @@ using steady_clock = std::chrono::steady_clock;
 // Pipelined requests an event loop lets one connection answer per turn before the others get
 // theirs.
 inline constexpr int requests_per_turn = 32;
+
+// How long a closing connection keeps reading (and discarding) what the client still sends, so
+// that closing does not reset the connection before the client has read our last response.
+inline constexpr auto linger_time = std::chrono::seconds(2);
+
+// The answer to plain HTTP sent to the TLS port.
+inline constexpr std::string_view plaintext_response =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 40\r\nConnection: close\r\n\r\n"
+    "This port speaks HTTPS only (TLS 1.2+).\n";
+static_assert(plaintext_response.size() - plaintext_response.find("\r\n\r\n") - 4 == 40);
 
 // Work of the application that may block (a store call); it returns the answer.
 using blocking_job = std::function<http::response()>;
@@ -58,6 +72,44 @@ class connection;
 enum class shed_state : std::uint8_t { handshake, proxy_header, head, idle };
 static_assert(static_cast<std::size_t>(shed_state::idle) + 1 == shed_states &&
               shed_state_names[static_cast<std::size_t>(shed_state::head)] == "head");
+
+// Where a connection is in its life: exactly one of these at a time, stored as one value
+// (README.md, "States"). A connection starts in proxy_header, handshake or serving (the refusal
+// constructor: serving, then lingering at once) and moves only along legal_transition(); every
+// change goes through one function, which asserts that in debug builds. Within serving, what the
+// connection waits for (writing an answer, reading a request, idle) follows from its buffers,
+// since a pipelining client's next request may arrive while an answer is still being written.
+enum class conn_state : std::uint8_t {
+  proxy_header,  // --proxy-protocol from a --trust peer: nothing but the header is read
+  handshake,     // TLS: nothing but the handshake happens until it has ended
+  serving,       // reading requests, answering them, writing answers, or idle
+  job,           // the driver took the current request's blocking job elsewhere
+  lingering,     // our side is shut after a final answer; reading until the client closes
+  closed,        // the socket is closed
+};
+
+[[nodiscard]] constexpr bool legal_transition(conn_state from, conn_state to) noexcept {
+  using enum conn_state;
+  switch (from) {
+    case proxy_header:  // the header read: a handshake next, or requests
+      return to == handshake || to == serving || to == closed;
+    case handshake:  // ended; or a per-client refusal's answer (after a PROXY header) sent
+      return to == serving || to == lingering || to == closed;
+    case serving:
+      return to == job || to == lingering || to == closed;
+    case job:  // the job's answer came back
+      return to == serving || to == closed;
+    case lingering:
+      return to == closed;
+    case closed:
+      return false;
+  }
+  return false;
+}
+static_assert(!legal_transition(conn_state::closed, conn_state::serving) &&
+              !legal_transition(conn_state::lingering, conn_state::serving) &&
+              !legal_transition(conn_state::job, conn_state::lingering) &&
+              legal_transition(conn_state::proxy_header, conn_state::handshake));
 
 // Picks the constructor of a connection that is refused rather than served.
 struct refusal_t {
@@ -122,7 +174,10 @@ class connection {
   connection& operator=(const connection&) = delete;
 
   [[nodiscard]] int fd() const noexcept { return socket_.fd(); }
-  [[nodiscard]] bool closed() const noexcept { return socket_.fd() < 0; }
+  [[nodiscard]] conn_state state() const noexcept { return state_; }
+  [[nodiscard]] bool closed() const noexcept { return state_ == conn_state::closed; }
+  // A job handed elsewhere still refers to the connection: in state job, or closed since (a
+  // timeout, a write error); the driver frees the object only once job_done() has come.
   [[nodiscard]] bool job_pending() const noexcept { return job_pending_; }
 
   // The socket is ready: takes what it holds, as far as input is taken now, and sends what is
@@ -150,7 +205,8 @@ class connection {
   [[nodiscard]] steady_clock::time_point deadline() const noexcept;
   void on_deadline(steady_clock::time_point now);  // does nothing before deadline()
   // The server is stopping: an idle connection closes now (after taking a request that already
-  // arrived); the others answer with Connection: close, and close at `grace_deadline` at the latest.
+  // arrived); the others answer with Connection: close, and close at `grace_deadline` at the
+  // latest.
   void on_stop(steady_clock::time_point now, steady_clock::time_point grace_deadline);
   // Since when the connection has waited on its client alone: a TLS handshake or PROXY header
   // since the accept, a request head since its first byte, or idle between requests since the
@@ -216,6 +272,8 @@ class connection {
   [[nodiscard]] bool worth_parsing() const noexcept;
   [[nodiscard]] std::size_t input_limit() const noexcept;
   [[nodiscard]] bool stopping() const noexcept { return stopping_ || driver_.stopping(); }
+  // deadline() in state serving: writing, reading a request, or idle, in that order.
+  [[nodiscard]] steady_clock::time_point serving_deadline() const noexcept;
 
   // The PROXY header state (--proxy-protocol, trusted peers): reads the header off the raw
   // socket, then counts the connection for the client it names.
@@ -234,8 +292,11 @@ class connection {
   void flush(steady_clock::time_point now);
   void finish_or_linger(steady_clock::time_point now);
   void set_nodelay() noexcept;
-  // TLS: the handshake has not ended yet (nothing else happens on the connection until it has).
-  [[nodiscard]] bool handshaking() const noexcept;
+  // The one place state_ changes: asserts legal_transition() in debug builds.
+  void enter(conn_state next) noexcept;
+  // The state after the PROXY header, or at the start without one: a handshake while TLS has
+  // not ended, else serving.
+  [[nodiscard]] conn_state after_proxy_header() const noexcept;
   // TLS: counts the handshake once it has ended (spoold_tls_handshakes_total).
   void note_handshake() noexcept;
   // Plain HTTP arrived on the TLS port: answers a plaintext 400 and lingers, as any final answer.
@@ -267,25 +328,22 @@ class connection {
   // The socket may hold bytes not read yet: set by readiness, cleared by a short read. Without
   // it an edge-triggered driver would pay a second read that says EAGAIN for every request.
   bool maybe_readable_ = false;
-  bool peer_end_queued_ = false;    // on_peer_end(): read past short reads until the end
-  bool job_pending_ = false;        // run_job() handed the current request's job elsewhere
-  bool close_after_write_ = false;  // the last response said Connection: close
-  bool lingering_ = false;          // our side is shut; reading until the client closes
-  bool peer_closed_ = false;        // the client shut its side (read saw end-of-file)
-  bool continue_sent_ = false;      // "100 Continue" went out for the request being received
-  bool discarded_input_ = false;    // an error response threw away unread request bytes
-  bool stopping_ = false;           // on_stop() was called
-  bool nodelay_ = false;            // TCP_NODELAY set: only once the connection is kept alive
-  bool refused_ = false;            // made by the refusal constructor: not counted as open
-  bool trusted_peer_ = false;       // a --trust peer: its requests name their client
-  // The connection's first state under --proxy-protocol for a trusted peer: nothing but the
-  // PROXY header is read until it is complete (proxy_bytes_ holds what was read of it).
-  bool awaits_proxy_header_ = false;
-  std::string proxy_bytes_;
+  conn_state state_ = conn_state::serving;  // state(); changed by enter() alone
+  bool peer_end_queued_ = false;            // on_peer_end(): read past short reads until the end
+  bool job_pending_ = false;                // job_pending(): a job handed elsewhere refers to this
+  bool close_after_write_ = false;          // the last response said Connection: close
+  bool peer_closed_ = false;                // the client shut its side (read saw end-of-file)
+  bool continue_sent_ = false;    // "100 Continue" went out for the request being received
+  bool discarded_input_ = false;  // an error response threw away unread request bytes
+  bool stopping_ = false;         // on_stop() was called
+  bool nodelay_ = false;          // TCP_NODELAY set: only once the connection is kept alive
+  bool refused_ = false;          // made by the refusal constructor: not counted as open
+  bool trusted_peer_ = false;     // a --trust peer: its requests name their client
+  std::string proxy_bytes_;       // what was read of the PROXY header (state proxy_header)
   // The client the PROXY header named; nullopt without one (then the peer is the client).
   std::optional<ip_address> proxied_client_;
   std::string proxied_text_;  // its text for the access log, when logging
-  request_info pending_;            // the request whose job is running
+  request_info pending_;      // the request whose job is running
   peer_address peer_;
   client_slot slot_;  // the connection's place in its client's count; given back at close()
 };

@@ -1,4 +1,4 @@
-#include "models/tls.hpp"
+#include "conn/tls.hpp"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>

@@ -1,23 +1,13 @@
-// The driver of the models that give a connection a thread (or a process) of its own, and of
-// the single-threaded poll model: blocking jobs run inline, on the thread that serves the
-// connection, and the stop comes from a stop_signal.
+// One connection served on the calling thread until it closes: the models that give a
+// connection a thread or a process of its own (iterative, forking, preforked, threaded,
+// prethreaded, queue) call serve_connection.
 #pragma once
 
-#include "models/connection.hpp"
-#include "models/stop_signal.hpp"
+#include "conn/connection.hpp"
+#include "conn/inline_driver.hpp"
+#include "event/stop_signal.hpp"
 
 namespace spoold {
-
-class inline_driver final : public connection_driver {
- public:
-  explicit inline_driver(const stop_signal& stop) noexcept : connection_driver(stop) {}
-
-  // The thread has nothing else to do (or, in poll, nobody else to give the job to).
-  std::optional<http::response> run_job(connection& c, blocking_job&& job) override {
-    (void)c;
-    return run_job_here(job);
-  }
-};
 
 class worker_pressure;
 

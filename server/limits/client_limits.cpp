@@ -1,6 +1,4 @@
-#include "models/client_limits.hpp"
-
-#include <sys/mman.h>
+#include "limits/client_limits.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -63,7 +61,7 @@ void client_table::sweep_locked(shard& s, clock::time_point now) noexcept {
 }
 
 client_table::entry& client_table::find_locked(shard& s, const client_key& key,
-                                                clock::time_point now) {
+                                               clock::time_point now) {
   if (s.entries.size() >= s.sweep_at) sweep_locked(s, now);
   auto [it, fresh] = s.entries.try_emplace(key);
   if (fresh) {
@@ -152,18 +150,11 @@ std::uint64_t tag_in(std::uint64_t word) noexcept { return word >> 16; }
 
 shared_client_counts::shared_client_counts(std::size_t holders)
     : holders_(holders),
-      bytes_((slot_count + holders) * sizeof(std::atomic<std::uint64_t>)) {
+      words_(slot_count + holders, "mmap (shared client counts)"),
+      slots_(words_.data()),
+      holding_(slots_ + slot_count) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    throw std::system_error(errno, std::generic_category(), "mmap (shared client counts)");
-  }
-  // Zero-filled: every slot free, no holder holding anything.
-  slots_ = static_cast<std::atomic<std::uint64_t>*>(p);
-  holding_ = slots_ + slot_count;
 }
-
-shared_client_counts::~shared_client_counts() { ::munmap(slots_, bytes_); }
 
 std::uint64_t shared_client_counts::tag_of(const client_key& key) noexcept {
   std::uint64_t h = (key.hi ^ (key.lo * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;

@@ -1,4 +1,4 @@
-#include "models/transport.hpp"
+#include "conn/transport.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -72,5 +72,13 @@ io_result socket_transport::send_file(int file_fd, std::uint64_t& offset,
 }
 
 bool socket_transport::shutdown_write() noexcept { return ::shutdown(fd_, SHUT_WR) == 0; }
+
+io_status read_away(transport& t) noexcept {
+  char sink[4096];
+  for (;;) {
+    const io_result r = t.read(sink, sizeof sink);
+    if (r.status != io_status::ok) return r.status;
+  }
+}
 
 }  // namespace spoold

@@ -1,4 +1,4 @@
-#include "models/inline_driver.hpp"
+#include "models/serve_connection.hpp"
 
 #include <poll.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "models/worker_pressure.hpp"
+#include "limits/worker_pressure.hpp"
 
 namespace spoold {
 

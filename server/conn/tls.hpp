@@ -7,7 +7,7 @@
 // without http/1.1 (an h2-only client) fails the handshake with the no_application_protocol
 // alert (RFC 7301, section 3.2) rather than getting HTTP/1.1 answers it did not ask for; a client
 // that offers no ALPN at all gets HTTP/1.1. Resumption: session tickets (1.2 and 1.3) and a
-// server-side session cache, both per tls_context (README.md, "TLS").
+// server-side session cache, both per tls_context (server/README.md, "TLS").
 //
 // Reload (SIGHUP): reload() reads the certificate and key again into a new SSL_CTX and makes it
 // current; connections keep the SSL_CTX they started with (OpenSSL counts its references), new
@@ -31,7 +31,7 @@
 #include <string_view>
 
 #include "app/metrics.hpp"
-#include "models/transport.hpp"
+#include "conn/transport.hpp"
 #include "shared_mapping.hpp"
 
 namespace spoold {

@@ -1,4 +1,4 @@
-// Per-client limits (README.md, "Per-client limits"): open connections per client address
+// Per-client limits (server/README.md, "Per-client limits"): open connections per client address
 // (--max-connections-per-client) and a token bucket of requests per client address
 // (--rate-limit, --rate-burst). A client is an IPv4 address, or an IPv6 address by its /64 (a
 // host commonly gets a whole /64, so counting single IPv6 addresses would limit nothing); a
@@ -21,6 +21,7 @@
 
 #include "net.hpp"
 #include "options.hpp"
+#include "shared_mapping.hpp"
 
 namespace spoold {
 
@@ -65,7 +66,6 @@ class shared_client_counts {
   // `holders`: processes that call set_holder(), numbered 0..holders-1. Throws
   // std::system_error if the mapping cannot be made.
   explicit shared_client_counts(std::size_t holders);
-  ~shared_client_counts();
   shared_client_counts(const shared_client_counts&) = delete;
   shared_client_counts& operator=(const shared_client_counts&) = delete;
 
@@ -85,7 +85,8 @@ class shared_client_counts {
   void close_tag(std::uint64_t tag) noexcept;
 
   std::size_t holders_;
-  std::size_t bytes_;
+  // slot_count slots, then a word per holder; zero: every slot free, no holder holding anything.
+  shared_array<std::atomic<std::uint64_t>> words_;
   std::atomic<std::uint64_t>* slots_;    // slot_count words: tag << 16 | count
   std::atomic<std::uint64_t>* holding_;  // per holder: the tag it holds a count of, 0 for none
 };
@@ -96,8 +97,7 @@ class client_slot {
  public:
   client_slot() = default;
   client_slot(client_table* table, client_key key) noexcept : table_(table), key_(key) {}
-  client_slot(client_slot&& o) noexcept
-      : table_(std::exchange(o.table_, nullptr)), key_(o.key_) {}
+  client_slot(client_slot&& o) noexcept : table_(std::exchange(o.table_, nullptr)), key_(o.key_) {}
   client_slot& operator=(client_slot&& o) noexcept {
     if (this != &o) {
       release();

@@ -2,8 +2,8 @@
 // is out of them: every worker holds a connection, and a client waits in the listen backlog for
 // one. A worker whose connection only waits on its client (a TLS handshake, a PROXY header, a
 // request head, or idle keep-alive) then gives it up to the waiting client (serve_connection,
-// inline_driver.hpp), as Apache's event MPM and mod_reqtimeout do for the same designs: without
-// that, as many slow clients as there are workers stop the server for everyone else until
+// models/serve_connection.hpp), as Apache's event MPM and mod_reqtimeout do for the same designs:
+// without that, as many slow clients as there are workers stop the server for everyone else until
 // --header-timeout or --idle-timeout.
 //
 // Both parts are read, never waited on: the count of busy workers (an atomic, shared across

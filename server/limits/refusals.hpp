@@ -1,11 +1,11 @@
 // Where refused connections go. A connection turned away (past --max-connections, or when
-// nothing can take it; past --max-connections-per-client, with 429 instead) is answered 503 with Connection: close and then lingers like every
-// connection after its last answer (connection.hpp): its sending side is shut and what the
-// client sent is read away until the client closes, so that the client reads the answer and an
-// end-of-file instead of a reset. The refusing thread (an event loop, an acceptor, a worker)
-// writes the answer and hands the socket over; one thread of this object lingers on every
-// refused socket, so no thread that accepts or serves waits on a refused client, and a refused
-// connection holds no place in any --max-connections budget.
+// nothing can take it; past --max-connections-per-client, with 429 instead) is answered 503 with
+// Connection: close and then lingers like every connection after its last answer (connection.hpp):
+// its sending side is shut and what the client sent is read away until the client closes, so that
+// the client reads the answer and an end-of-file instead of a reset. The refusing thread (an event
+// loop, an acceptor, a worker) writes the answer and hands the socket over; one thread of this
+// object lingers on every refused socket, so no thread that accepts or serves waits on a refused
+// client, and a refused connection holds no place in any --max-connections budget.
 //
 // Bounds: at most `capacity` refused connections linger at once, each for at most the linger
 // time (a connection's deadline); past the capacity a refusal is answered and closed at once.
@@ -20,14 +20,16 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
-#include "models/connection.hpp"
-#include "models/inline_driver.hpp"
-#include "models/listener.hpp"
-#include "models/model.hpp"
-#include "models/stop_signal.hpp"
+#include "conn/accepted.hpp"
+#include "conn/connection.hpp"
+#include "conn/inline_driver.hpp"
+#include "event/stop_signal.hpp"
+#include "event/wakeup.hpp"
+#include "server_context.hpp"
 
 namespace spoold {
 
@@ -57,8 +59,8 @@ class refusals {
   std::mutex mu_;
   std::vector<std::unique_ptr<connection>> incoming_;  // guarded by mu_: taken, not yet polled
   bool done_ = false;                                  // guarded by mu_
-  pid_t thread_pid_ = 0;  // guarded by mu_: the process that runs thread_; 0: none yet
-  int wake_fd_ = -1;      // eventfd, made with the thread: incoming_ grew, or done_
+  pid_t thread_pid_ = 0;        // guarded by mu_: the process that runs thread_; 0: none yet
+  std::optional<wakeup> wake_;  // made with the thread: incoming_ grew, or done_
   std::thread thread_;
 };
 

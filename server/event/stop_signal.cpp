@@ -1,4 +1,4 @@
-#include "models/stop_signal.hpp"
+#include "event/stop_signal.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
