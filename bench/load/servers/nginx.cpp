@@ -59,7 +59,7 @@ std::string nginx_config(const nginx_settings& s, const std::string& dir, std::u
   c += "    listen 127.0.0.1:" + std::to_string(port) + (s.tls_cert.empty() ? "" : " ssl") +
        " backlog=65535;\n";
   if (!s.tls_cert.empty()) {
-    // spoold's TLS settings (server/models/tls.cpp): 1.2 and 1.3, ECDHE + AEAD for 1.2 in the
+    // spoold's TLS settings (server/conn/tls.cpp): 1.2 and 1.3, ECDHE + AEAD for 1.2 in the
     // same order, the server's order, tickets and a session cache (shared by the workers, as
     // spoold's loops share one).
     c += "    ssl_certificate " + s.tls_cert + ";\n";
