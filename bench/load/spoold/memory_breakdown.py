@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when gdb runs this file
+from local_setup import make_cert, raise_nofile_limit  # noqa: E402
+
 try:
     import gdb  # this file run by gdb on the stopped spoold: print_malloc
 except ImportError:
@@ -97,21 +100,6 @@ def print_malloc():
           f"in_use={system - top - bins - fast} tcached={tcached} "
           f"threads={len(inferior.threads())} with_tcache={with_tcache}")
 
-
-def make_cert(directory):
-    cert = os.path.join(directory, "cert.pem")
-    key = os.path.join(directory, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days",
-                    "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return cert, key
-
-
-def raise_nofile_limit():
-    import resource
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def rss_kib(pid):
