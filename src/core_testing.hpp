@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core.hpp"
+#include "queues/queues_testing.hpp"
 #include "sleep/sleep_testing.hpp"
 
 namespace spool::detail {

@@ -6,14 +6,19 @@
 
 #include <spool/spool.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <latch>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "core_testing.hpp"
 #include "stress_scale.hpp"
 #include "support.hpp"
 
@@ -98,6 +103,57 @@ TEST(OwnTask, BoundedPoolsAndOtherPrioritiesRunOnAWorker) {
   other.join();
   EXPECT_NE(ran_on, other_id);
   EXPECT_NE(ran_on, me);
+}
+
+// What the pause inside take_back does in the next test: let the held worker go, then hold
+// the slot's batching lock until that worker, meeting the lock in every search, has parked:
+// listed among the sleepers (after its last look begins) and asleep in the kernel (the futex
+// is the one place a listed worker sleeps; the parker's mutex is not contended here).
+struct lock_held_while_parking {
+  static inline gate* release = nullptr;
+  static inline spool::detail::core* pool = nullptr;
+  static inline std::atomic<pid_t> worker_tid{0};
+
+  static char thread_state(pid_t tid) {
+    std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t after_name = line.rfind(')');  // the name may hold spaces
+    return after_name == std::string::npos || after_name + 2 >= line.size() ? '?'
+                                                                            : line[after_name + 2];
+  }
+  static void pause() {
+    release->open();
+    while (pool->sleepers().sleepers() == 0) std::this_thread::yield();
+    while (thread_state(worker_tid.load()) != 'S') std::this_thread::yield();
+  }
+};
+
+// The waiter's try to take its task back holds the slot's lock while the only worker searches
+// the slot, finds nothing, and parks; the task is not the oldest, so it is not taken back.
+// Leaving the lock must wake that worker for the tasks still in the slot, or the waiter
+// sleeps for good.
+TEST(OwnTask, WorkerThatMetTheTakeBackLockIsWokenForTheSlotsTasks) {
+  spool::config cfg = pool_config(1);
+  cfg.spin_rounds = 0;
+  cfg.defer_period = std::chrono::microseconds(0);
+  cfg.on_worker_start = [](unsigned) { lock_held_while_parking::worker_tid = gettid(); };
+  spool::pool p(cfg);
+  gate release;
+  std::latch started(1);
+  hold_workers(p, started, release);
+  std::atomic<bool> older_ran{false};
+  p.post([&older_ran] { older_ran = true; });
+  spool::future<int> f = p.submit([] { return 7; });
+  lock_held_while_parking::release = &release;
+  lock_held_while_parking::pool = &spool::detail::pool_access::of(p);
+  spool::detail::queues_testing::set_take_back_pause(&lock_held_while_parking::pause);
+  const int got = f.get();
+  spool::detail::queues_testing::set_take_back_pause(nullptr);
+  EXPECT_EQ(got, 7);
+  EXPECT_TRUE(older_ran.load());
+  p.wait_idle();
+  EXPECT_EQ(p.statistics().completed, 3u);
 }
 
 // Outside threads submitting and waiting, round trip after round trip, racing the workers

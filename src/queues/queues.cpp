@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "queues/queues_testing.hpp"
 #include "sleep/sleep.hpp"
 
 namespace spool::detail {
@@ -13,7 +14,15 @@ namespace {
 // Lock-free lanes for this many distinct outside threads; later ones share the injector.
 constexpr std::size_t k_producer_slots = 32;
 
+std::atomic<void (*)()> take_back_pause{nullptr};  // queues_testing
+
 }  // namespace
+
+namespace queues_testing {
+void set_take_back_pause(void (*pause)()) noexcept {
+  take_back_pause.store(pause, std::memory_order_relaxed);
+}
+}  // namespace queues_testing
 
 queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
     : aging_(cfg.aging),
@@ -192,8 +201,9 @@ task* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
 ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) noexcept {
   if (slot.deque.empty()) return {nullptr, false};
   // Someone else is serving this slot, so this is not a lost race: the holder of the lock
-  // fills its batch and then wakes a sleeper (below), and a batch that holds the slot's
-  // earlier tasks is in every searcher's view. A searcher that stops here goes through the
+  // (a worker filling its batch, below, or the slot's producer taking its own task back)
+  // wakes a sleeper when it leaves tasks behind, and a batch that holds the slot's earlier
+  // tasks is in every searcher's view. A searcher that stops here goes through the
   // parker's prepare() and a last look before it sleeps, which finds either the batch or the
   // slot again, or is seen by the filler's notify_worker (README.md, "Steal races"). Counting
   // these as lost races would make every idle worker of an oversubscribed pool circle here and
@@ -222,7 +232,13 @@ bool queues::take_back(const task* t) noexcept {
   if (slot == nullptr || slot->deque.empty()) return false;
   if (slot->batching.exchange(true, std::memory_order_acquire)) return false;
   const bool took = !slots_.held_by_batch(*slot) && slot->deque.steal_if(t);
+  if (void (*pause)() = take_back_pause.load(std::memory_order_relaxed)) pause();
   slot->batching.store(false, std::memory_order_release);
+  // A worker that searched the slot while the lock was held moved on without its tasks
+  // (take_from_slot) and may have parked since, its last look meeting the lock as well. So,
+  // as a batch filler does, tell the parker about what is still queued here; the release
+  // above and the parker's pairing make the sleeper's next look see the slot.
+  if (!slot->deque.empty()) wake_.notify_worker();
   return took;
 }
 
