@@ -450,7 +450,10 @@ TEST_F(Worker, ClaimsNoMoreThanThePoolHasRoomFor) {
   worker second(url(), with_prefetch);
   second.handle("t", handler);
   second.start();
-  ASSERT_TRUE(eventually([&] { return stats("q").running == 5; }));
+  // Redis counts the jobs running as the claim runs there; the worker counts them once the
+  // claim's reply is in its held-jobs table: wait for both.
+  ASSERT_TRUE(
+      eventually([&] { return stats("q").running == 5 && second.counters().in_flight >= 3u; }));
   EXPECT_EQ(second.counters().in_flight, 3u);
   EXPECT_EQ(stats("q").queued, 5u);
   release.open();
