@@ -6,9 +6,12 @@
 
 #include <spool/spool.hpp>
 
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <latch>
@@ -105,14 +108,17 @@ TEST(OwnTask, BoundedPoolsAndOtherPrioritiesRunOnAWorker) {
   EXPECT_NE(ran_on, me);
 }
 
-// What the pause inside take_back does in the next test: let the held worker go, then hold
-// the slot's batching lock until that worker, meeting the lock in every search, has parked:
-// listed among the sleepers (after its last look begins) and asleep in the kernel (the futex
-// is the one place a listed worker sleeps; the parker's mutex is not contended here).
-struct lock_held_while_parking {
+// What the pause inside take_back does in the next test. With the slot's lock held, it lets
+// the held worker go and watches it: either the worker parks (listed among the sleepers and
+// asleep in the kernel: the futex is the one place a listed worker sleeps, the parker's mutex
+// is not contended here), or it keeps searching until it has used 20 ms of CPU time, far more
+// than a search, a last look and a park take.
+struct lock_held_while_searching {
   static inline gate* release = nullptr;
   static inline spool::detail::core* pool = nullptr;
   static inline std::atomic<pid_t> worker_tid{0};
+  static inline clockid_t worker_clock{};
+  static inline bool parked = false;
 
   static char thread_state(pid_t tid) {
     std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
@@ -122,37 +128,54 @@ struct lock_held_while_parking {
     return after_name == std::string::npos || after_name + 2 >= line.size() ? '?'
                                                                             : line[after_name + 2];
   }
+  static std::chrono::nanoseconds cpu_time() {
+    timespec ts{};
+    clock_gettime(worker_clock, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  }
   static void pause() {
+    const auto start = cpu_time();
     release->open();
-    while (pool->sleepers().sleepers() == 0) std::this_thread::yield();
-    while (thread_state(worker_tid.load()) != 'S') std::this_thread::yield();
+    for (;;) {
+      if (pool->sleepers().sleepers() != 0 && thread_state(worker_tid.load()) == 'S') {
+        parked = true;
+        return;
+      }
+      if (cpu_time() - start >= std::chrono::milliseconds(20)) return;
+      std::this_thread::yield();
+    }
   }
 };
 
-// The waiter's try to take its task back holds the slot's lock while the only worker searches
-// the slot, finds nothing, and parks; the task is not the oldest, so it is not taken back.
-// Leaving the lock must wake that worker for the tasks still in the slot, or the waiter
-// sleeps for good.
-TEST(OwnTask, WorkerThatMetTheTakeBackLockIsWokenForTheSlotsTasks) {
+// The waiter takes its own task back, holding the slot's lock for a moment, while the only
+// worker searches the slot, which holds one more task. A brief holder wakes nobody when it
+// lets go, so the worker must count the lock as a lost race and look again, not park: parked,
+// it would sleep with that task queued.
+TEST(OwnTask, WorkerThatMeetsTheTakeBackLockSearchesAgain) {
   spool::config cfg = pool_config(1);
   cfg.spin_rounds = 0;
   cfg.defer_period = std::chrono::microseconds(0);
-  cfg.on_worker_start = [](unsigned) { lock_held_while_parking::worker_tid = gettid(); };
+  cfg.on_worker_start = [](unsigned) {
+    lock_held_while_searching::worker_tid = gettid();
+    pthread_getcpuclockid(pthread_self(), &lock_held_while_searching::worker_clock);
+  };
   spool::pool p(cfg);
   gate release;
   std::latch started(1);
   hold_workers(p, started, release);
-  std::atomic<bool> older_ran{false};
-  p.post([&older_ran] { older_ran = true; });
-  spool::future<int> f = p.submit([] { return 7; });
-  lock_held_while_parking::release = &release;
-  lock_held_while_parking::pool = &spool::detail::pool_access::of(p);
-  spool::detail::queues_testing::set_take_back_pause(&lock_held_while_parking::pause);
-  const int got = f.get();
+  const std::thread::id me = std::this_thread::get_id();
+  spool::future<std::thread::id> f = p.submit([] { return std::this_thread::get_id(); });
+  std::atomic<bool> newer_ran{false};
+  p.post([&newer_ran] { newer_ran = true; });
+  lock_held_while_searching::release = &release;
+  lock_held_while_searching::pool = &spool::detail::pool_access::of(p);
+  spool::detail::queues_testing::set_take_back_pause(&lock_held_while_searching::pause);
+  const std::thread::id ran_on = f.get();
   spool::detail::queues_testing::set_take_back_pause(nullptr);
-  EXPECT_EQ(got, 7);
-  EXPECT_TRUE(older_ran.load());
+  EXPECT_EQ(ran_on, me);                            // taken back: it was the oldest
+  ASSERT_FALSE(lock_held_while_searching::parked);  // else nothing would wake it for the rest
   p.wait_idle();
+  EXPECT_TRUE(newer_ran.load());
   EXPECT_EQ(p.statistics().completed, 3u);
 }
 

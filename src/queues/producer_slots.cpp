@@ -117,13 +117,14 @@ producer_slot* producer_slots::claim() noexcept {
 
 bool producer_slots::claim_released(producer_slot& slot) noexcept {
   // Under the batching lock no batch is being filled from the slot (producer_slots.hpp).
-  if (slot.batching.exchange(true, std::memory_order_acquire)) return false;
+  std::uint8_t held;
+  if (!slot.lock_batching(producer_slot::k_brief, &held)) return false;
   bool claimed = false;
   if (slot.released.load(std::memory_order_acquire) && slot.deque.empty() && !held_by_batch(slot)) {
     slot.released.store(false, std::memory_order_relaxed);
     claimed = true;
   }
-  slot.batching.store(false, std::memory_order_release);
+  slot.unlock_batching();
   return claimed;
 }
 

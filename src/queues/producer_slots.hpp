@@ -44,10 +44,26 @@ struct producer_slot {
   // moment they start (quiescence), `accepted` the ones that went in (statistics).
   std::atomic<std::uint64_t> entered{0};
   std::atomic<std::uint64_t> accepted{0};
-  // Held by the one worker taking a run of this slot's tasks into its stolen_batch (queues::steal
-  // explains why the order needs it); a try-lock, never waited on. Off the counters' line,
-  // which the producer writes on every submission. Also held by a thread reclaiming the slot.
-  alignas(64) std::atomic<bool> batching{false};
+  // A try-lock, never waited on, held by the one worker taking a run of this slot's tasks into
+  // its stolen_batch (queues::steal explains why the order needs it) as k_filling, or by an
+  // outside thread for one check and at most one CAS (taking its own task back, reclaiming
+  // the slot) as k_brief. What it holds tells a searcher that meets it what to do: a filler
+  // notifies when it lets go, so the searcher may leave the slot to it; a brief holder does
+  // not, so the searcher counts it as a lost race and looks again. Off the counters' line,
+  // which the producer writes on every submission.
+  static constexpr std::uint8_t k_free = 0;
+  static constexpr std::uint8_t k_filling = 1;
+  static constexpr std::uint8_t k_brief = 2;
+  alignas(64) std::atomic<std::uint8_t> batching{k_free};
+  // Takes the lock as `holder`; false, with the current holder's kind in *found, if it is held.
+  bool lock_batching(std::uint8_t holder, std::uint8_t* found) noexcept {
+    std::uint8_t expected = k_free;
+    const bool got = batching.compare_exchange_strong(expected, holder, std::memory_order_acquire,
+                                                      std::memory_order_relaxed);
+    *found = expected;
+    return got;
+  }
+  void unlock_batching() noexcept { batching.store(k_free, std::memory_order_release); }
   // The owner has given the slot back (see above); cleared by the thread that reuses it.
   std::atomic<bool> released{false};
 };

@@ -200,26 +200,30 @@ task* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
 
 ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) noexcept {
   if (slot.deque.empty()) return {nullptr, false};
-  // Someone else is serving this slot, so this is not a lost race: the holder of the lock
-  // (a worker filling its batch, below, or the slot's producer taking its own task back)
-  // wakes a sleeper when it leaves tasks behind, and a batch that holds the slot's earlier
-  // tasks is in every searcher's view. A searcher that stops here goes through the
-  // parker's prepare() and a last look before it sleeps, which finds either the batch or the
-  // slot again, or is seen by the filler's notify_worker (README.md, "Steal races"). Counting
-  // these as lost races would make every idle worker of an oversubscribed pool circle here and
-  // yield, taking the cores from the producer and from the holder itself.
-  if (slot.batching.exchange(true, std::memory_order_acquire)) return {nullptr, false};
+  // A held lock. When the holder is a worker filling its batch (below), it serves this slot,
+  // and meeting it is not a lost race: the filler wakes a sleeper when it lets go, and a batch
+  // that holds the slot's earlier tasks is in every searcher's view. A searcher that stops here
+  // goes through the parker's prepare() and a last look before it sleeps, which finds either
+  // the batch or the slot again, or is seen by the filler's notify_worker (README.md, "Steal
+  // races"). Counting these as lost races would make every idle worker of an oversubscribed
+  // pool circle here and yield, taking the cores from the producer and from the holder itself.
+  // A brief holder (an outside thread taking its own task back, or reclaiming the slot) takes
+  // no run and wakes nobody: meeting it is a lost race, and the search looks again.
+  std::uint8_t held;
+  if (!slot.lock_batching(producer_slot::k_filling, &held)) {
+    return {nullptr, held == producer_slot::k_brief};
+  }
   // Under the lock no batch can be filled from this slot, so one that still holds its tasks
   // keeps holding them until taken: those go first.
   if (slots_.held_by_batch(slot)) {
-    slot.batching.store(false, std::memory_order_release);
+    slot.unlock_batching();
     return {nullptr, false};
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.
   task* run[stolen_batch::k_capacity];
   auto [count, retry] = slot.deque.steal_batch(run, stolen_batch::k_capacity);
   if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
-  slot.batching.store(false, std::memory_order_release);
+  slot.unlock_batching();
   // The run was out of sight between the CAS on the slot and the fill: a worker that looked
   // then saw neither and may have gone to sleep. Making the batch visible is a submission
   // like any other for the parking protocol (sleep/README.md).
@@ -229,16 +233,13 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
 
 bool queues::take_back(const task* t) noexcept {
   producer_slot* slot = slots_.cached();
-  if (slot == nullptr || slot->deque.empty()) return false;
-  if (slot->batching.exchange(true, std::memory_order_acquire)) return false;
+  // Only the oldest task is taken back: if t is not it now, leave the lock to the workers.
+  if (slot == nullptr || !slot->deque.oldest_is(t)) return false;
+  std::uint8_t held;
+  if (!slot->lock_batching(producer_slot::k_brief, &held)) return false;
   const bool took = !slots_.held_by_batch(*slot) && slot->deque.steal_if(t);
   if (void (*pause)() = take_back_pause.load(std::memory_order_relaxed)) pause();
-  slot->batching.store(false, std::memory_order_release);
-  // A worker that searched the slot while the lock was held moved on without its tasks
-  // (take_from_slot) and may have parked since, its last look meeting the lock as well. So,
-  // as a batch filler does, tell the parker about what is still queued here; the release
-  // above and the parker's pairing make the sleeper's next look see the slot.
-  if (!slot->deque.empty()) wake_.notify_worker();
+  slot->unlock_batching();
   return took;
 }
 

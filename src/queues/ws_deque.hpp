@@ -94,6 +94,13 @@ class ws_deque {
     return {t, false};
   }
 
+  // Any thread: whether `expected` is the oldest task now (a snapshot; steal_if decides).
+  bool oldest_is(const task* expected) const noexcept {
+    const std::int64_t tp = top_.load(std::memory_order_acquire);
+    const std::int64_t b = bottom_.load(std::memory_order_acquire);
+    return tp < b && ring_.load(std::memory_order_acquire)->get(tp) == expected;
+  }
+
   // Any thread: steals the oldest task only if it is `expected`. True if this call took it.
   // Comparing the pointer read from the ring is enough: the caller keeps `expected` alive
   // (its future holds the allocation), so no other task can have that address meanwhile.
