@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# submit_and_handoff.sh: the A/B behind BENCHMARKS.md's "Submission path and hand-off" table.
+# submit_and_handoff.sh: the A/B behind BENCHMARKS.md's "Submission path and hand-offs" table.
 #
 #   bench/ab/submit_and_handoff.sh REV_A REV_B [RUNS] > LOG
 #

@@ -1,5 +1,5 @@
-// The injector (src/injector.hpp) alone: the mutex-guarded FIFO every submission from outside
-// the pool passes through. Pushes here never fail: the queue is never closed, and a full
+// The injector (src/queues/injector.hpp) alone: the mutex-guarded FIFO every submission from
+// outside the pool passes through. Pushes here never fail: the queue is never closed, and a full
 // bounded queue makes the producer wait (full_policy::block).
 #include <benchmark/benchmark.h>
 

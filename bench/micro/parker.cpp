@@ -1,4 +1,4 @@
-// The parker (src/parker.hpp) alone: what its fast paths cost, and a full sleep and wake-up
+// The parker (src/sleep/parker.hpp) alone: what its fast paths cost, and a full sleep and wake-up
 // between two threads. The protocol is the one in src/sleep/README.md ("Parking and waking").
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// The work-stealing deque (src/ws_deque.hpp) alone: the owner's LIFO end, thieves at the
+// The work-stealing deque (src/queues/ws_deque.hpp) alone: the owner's LIFO end, thieves at the
 // FIFO end, and the one place they race, the last element. The deque holds pointers and has
 // no intrusive link, so one task may sit in it many times over.
 #include <benchmark/benchmark.h>

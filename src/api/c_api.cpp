@@ -168,7 +168,7 @@ int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, si
                       size_t* accepted) {
   if (accepted != nullptr) *accepted = 0;
   if (pool == nullptr || fn == nullptr || (args == nullptr && n != 0)) return SPOOL_EINVAL;
-  // From a worker or a thread with a producer slot, as one range submission (src/range.cpp):
+  // From a worker or a thread with a producer slot, as one range submission (src/api/range.cpp):
   // the workers share the function and a copy of args, and take the indices in chunks.
   if (n > 1 && pool->core.takes_ranges()) {
     struct calls {
