@@ -119,8 +119,19 @@ void access_log::record(std::string_view peer_ip, std::string_view request_line,
   append_line(line, peer_ip, current_time_text(), request_line, status, bytes);
   line += '\n';
   std::lock_guard lock(mu_);
+  const bool first = buffer_.empty();
   buffer_ += line;
-  if (buffer_.size() >= flush_threshold) write_locked();
+  if (buffer_.size() >= flush_threshold) {
+    write_locked();
+  } else if (first) {
+    pending_.store(true, std::memory_order_relaxed);
+    lines_.notify_all();  // a flusher thread waiting in wait_for_lines
+  }
+}
+
+bool access_log::wait_for_lines(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  return lines_.wait(lock, stop, [this] { return !buffer_.empty(); });
 }
 
 void access_log::flush() {
@@ -146,6 +157,7 @@ void access_log::write_locked() {
     done += static_cast<std::size_t>(n);
   }
   buffer_.clear();
+  pending_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace spoold

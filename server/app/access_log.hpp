@@ -3,15 +3,19 @@
 // appended to a file or written to stdout.
 //
 // Lines collect in one buffer and reach the file in large writes: when the buffer passes
-// flush_threshold, on flush() (the server calls it on its timer tick, so an idle server's log
-// is at most one tick behind) and in the destructor, so no line is lost at an orderly shutdown.
-// Lines are never interleaved or split.
+// flush_threshold, on flush() (the server calls it 100 ms after a line starts waiting, so a
+// line reaches the file at most that late, and an idle server does not wake to flush nothing)
+// and in the destructor, so no line is lost at an orderly shutdown. Lines are never
+// interleaved or split.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -39,6 +43,12 @@ class access_log {
   // Writes what is buffered. A failed write drops those lines (there is nowhere else to put
   // them) and is remembered: last_error() says why.
   void flush();
+  // Whether lines wait in the buffer (a snapshot, for an event loop deciding when to flush:
+  // it reads this after its own record() calls, on the same thread).
+  [[nodiscard]] bool pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+  // Blocks until a line waits in the buffer (true) or `stop` is requested (false): a flusher
+  // thread sleeps here while the server is idle instead of waking on a period.
+  bool wait_for_lines(std::stop_token stop);
   [[nodiscard]] std::error_code last_error() const;
 
  private:
@@ -48,8 +58,10 @@ class access_log {
   int fd_;
   bool owns_fd_;
   mutable std::mutex mu_;
-  std::string buffer_;          // guarded by mu_
-  std::error_code last_error_;  // guarded by mu_
+  std::condition_variable_any lines_;  // the buffer stopped being empty
+  std::string buffer_;                 // guarded by mu_
+  std::atomic<bool> pending_{false};   // !buffer_.empty(), readable without mu_
+  std::error_code last_error_;         // guarded by mu_
 };
 
 // The line record() writes, without the trailing newline; `unix_seconds` is shown in local time

@@ -1,14 +1,22 @@
 // The default model: one event loop per core, each with its own SO_REUSEPORT listening socket,
 // and libspool for everything that may block (store calls). See server/models/README.md for
 // the loop's turn and why no request is lost at shutdown.
+//
+// Time. Each connection's deadline (connection::deadline) is armed in the loop's timer heap
+// after every step that may change it (event/timer_heap.hpp: moved earlier at once, later
+// only when the earlier one fires). The loop sleeps in epoll_wait until its earliest timer, its
+// chores (the access log, the memory trim: loop_chores.hpp), the end of an accept pause or of
+// the grace period; with none of these, until an event. So an idle loop makes no wake-ups.
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -16,16 +24,16 @@
 
 #include "conn/connection.hpp"
 #include "conn/listener.hpp"
+#include "event/stop_signal.hpp"
+#include "event/timer_heap.hpp"
 #include "event/wakeup.hpp"
-#include "models/memory_trim.hpp"
+#include "models/loop_chores.hpp"
 #include "models/model.hpp"
 #include "thread_name.hpp"
 
 namespace spoold {
 namespace {
 
-// The timeouts' resolution, and how often the access log is written.
-constexpr auto sweep_interval = std::chrono::milliseconds(100);
 constexpr int max_events = 256;
 
 // A connection and what its loop keeps about it. Each belongs to the loop that accepted it for
@@ -35,6 +43,7 @@ struct loop_connection final : connection {
 
   loop_connection* prev = nullptr;
   loop_connection* next = nullptr;
+  timer_node timer;     // in the loop's timer heap: due at deadline() or earlier
   bool queued = false;  // on the loop's ready list
   bool dead = false;    // unlinked; deleted at the end of the loop's turn
 };
@@ -81,7 +90,8 @@ class event_loop final : public connection_driver {
   void drive(loop_connection* c, steady_clock::time_point now);
   void free_if_unreferenced(loop_connection* c);
   void bury_dead();
-  void sweep(steady_clock::time_point now);
+  void fire_timers(steady_clock::time_point now);
+  [[nodiscard]] steady_clock::time_point wake_at() const noexcept;
   void begin_shutdown(steady_clock::time_point now);
   void enqueue(loop_connection* c);
 
@@ -96,7 +106,8 @@ class event_loop final : public connection_driver {
   bool shutdown_started_ = false;
   steady_clock::time_point grace_deadline_{};
   steady_clock::time_point accept_paused_until_{};
-  memory_trim trim_;  // asked in every sweep
+  timer_heap<loop_connection> timers_;
+  loop_chores chores_;
   // Every connection object, open or closed. A closed one stays listed until neither a pool job
   // nor the ready list refers to it (free_if_unreferenced), and is deleted only at the end of
   // the loop's turn (bury_dead): the turn's epoll_event array may still name it.
@@ -159,7 +170,11 @@ void check(int rc, const char* what) {
 
 event_loop::event_loop(server_context& ctx, const stop_signal& stop, connection_budget& budget,
                        int index)
-    : connection_driver(stop, &budget), ctx_(ctx), budget_(budget), index_(index) {
+    : connection_driver(stop, &budget),
+      ctx_(ctx),
+      budget_(budget),
+      index_(index),
+      chores_(ctx.log) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   check(epoll_fd_, "epoll_create1");
 }
@@ -216,9 +231,13 @@ void event_loop::complete(loop_connection* c, http::response r) {
 void event_loop::run() {
   name_this_thread("spoold-loop-" + std::to_string(index_));
   epoll_event events[max_events];
-  auto next_sweep = steady_clock::now() + sweep_interval;
   for (;;) {
-    const int timeout_ms = ready_.empty() ? static_cast<int>(sweep_interval.count()) : 0;
+    int timeout_ms = 0;
+    if (ready_.empty()) {
+      const steady_clock::time_point until = wake_at();
+      timeout_ms =
+          until == steady_clock::time_point::max() ? -1 : poll_timeout(until, steady_clock::now());
+    }
     const int n = ::epoll_wait(epoll_fd_, events, max_events, timeout_ms);
     if (n < 0 && errno != EINTR) {
       std::perror("spoold: epoll_wait");
@@ -235,7 +254,9 @@ void event_loop::run() {
         wake_.drain();
         drain_completions(now);
       } else {
-        on_event(static_cast<loop_connection*>(tag), events[i].events, now);
+        auto* c = static_cast<loop_connection*>(tag);
+        on_event(c, events[i].events, now);
+        free_if_unreferenced(c);  // a connection the event closed
       }
     }
     // Connections that yielded after requests_per_turn requests, or were resumed.
@@ -246,13 +267,12 @@ void event_loop::run() {
       free_if_unreferenced(c);
     }
     ready_turn_.clear();
+    fire_timers(now);
     // Nothing of this turn (its events, its ready list) refers to a connection any more.
     bury_dead();
     if (stopping() && !shutdown_started_) begin_shutdown(now);
-    if (now >= next_sweep) {
-      sweep(now);
-      next_sweep = now + sweep_interval;
-    }
+    if (!listening_ && !shutdown_started_ && now >= accept_paused_until_) watch_listeners();
+    chores_.run(open_connections(), now);
     if (shutdown_started_) {
       if (open_connections() == 0) break;
       if (now >= grace_deadline_) {
@@ -262,6 +282,28 @@ void event_loop::run() {
         break;
       }
     }
+  }
+}
+
+// The earliest moment the loop has something to do without an event.
+steady_clock::time_point event_loop::wake_at() const noexcept {
+  steady_clock::time_point at = std::min(timers_.next(), chores_.next(open_connections()));
+  if (!listening_ && !shutdown_started_) at = std::min(at, accept_paused_until_);
+  if (shutdown_started_) at = std::min(at, grace_deadline_);
+  return at;
+}
+
+// The connections whose deadline has come. Each was armed at deadline() or earlier; one that
+// is not due yet (its deadline moved later since) is armed again at the true one.
+void event_loop::fire_timers(steady_clock::time_point now) {
+  while (loop_connection* c = timers_.pop_due(now)) {
+    c->on_deadline(now);
+    if (c->closed()) {
+      free_if_unreferenced(c);
+      continue;
+    }
+    timers_.arm(*c, c->deadline());
+    if (c->has_ready_work()) enqueue(c);
   }
 }
 
@@ -276,6 +318,7 @@ void event_loop::begin_shutdown(steady_clock::time_point now) {
   for (loop_connection* c = connections_; c != nullptr; c = c->next) {
     if (c->closed()) continue;
     c->on_stop(now, grace_deadline_);
+    timers_.arm(*c, c->deadline());
     if (c->has_ready_work()) enqueue(c);
   }
 }
@@ -288,11 +331,18 @@ void event_loop::accept_all(listener& from, steady_clock::time_point now) {
       return;
     }
     auto* c = new loop_connection(ctx_, *this, std::move(a), now);
+    try {
+      timers_.arm(*c, c->deadline());
+    } catch (const std::bad_alloc&) {
+      delete c;  // closes it, and gives back its place in the budget
+      return;
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = c;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd(), &ev) != 0) {
       std::perror("spoold: epoll_ctl add");
+      timers_.disarm(*c);
       delete c;  // closes it, and gives back its place in the budget
       return;
     }
@@ -304,7 +354,8 @@ void event_loop::accept_all(listener& from, steady_clock::time_point now) {
 }
 
 // Out of descriptors: stop watching the listening socket for a moment instead of spinning on it
-// (it is level-triggered); the sweep turns it back on. Pending connections wait in the backlog.
+// (it is level-triggered); the loop turns it back on when the pause is over (wake_at). Pending
+// connections wait in the backlog.
 void event_loop::pause_accepting(steady_clock::time_point now) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener_.fd(), nullptr);
   if (tls_listener_.fd() >= 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, tls_listener_.fd(), nullptr);
@@ -325,6 +376,9 @@ void event_loop::drive(loop_connection* c, steady_clock::time_point now) {
   if (c->closed()) return;
   c->serve(requests_per_turn, now);
   if (c->has_ready_work()) enqueue(c);
+  // Every step that may move the deadline earlier ends here (an event, a completion, a turn
+  // from the ready list); arm() is a comparison when it moved later.
+  timers_.arm(*c, c->deadline());
 }
 
 void event_loop::drain_completions(steady_clock::time_point now) {
@@ -352,6 +406,7 @@ void event_loop::enqueue(loop_connection* c) {
 // still find it closed there, not freed memory.
 void event_loop::free_if_unreferenced(loop_connection* c) {
   if (!c->closed() || c->job_pending() || c->queued || c->dead) return;
+  timers_.disarm(*c);
   if (c->prev != nullptr) c->prev->next = c->next;
   if (c->next != nullptr) c->next->prev = c->prev;
   if (connections_ == c) connections_ = c->next;
@@ -363,7 +418,7 @@ void event_loop::bury_dead() {
   if (dead_.empty()) return;
   for (loop_connection* c : dead_) delete c;
   dead_.clear();
-  trim_.connections_deleted();
+  chores_.connections_deleted();
 }
 
 void event_loop::watch_listeners() {
@@ -376,22 +431,6 @@ void event_loop::watch_listeners() {
     ev.data.ptr = &tls_listen_tag;
     (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, tls_listener_.fd(), &ev);
   }
-}
-
-void event_loop::sweep(steady_clock::time_point now) {
-  if (!listening_ && !shutdown_started_ && now >= accept_paused_until_) watch_listeners();
-  if (ctx_.log && index_ == 0) ctx_.log->flush();  // lines reach the file within a sweep
-  for (loop_connection* c = connections_; c != nullptr;) {
-    loop_connection* next = c->next;
-    c->on_deadline(now);
-    if (c->closed()) {
-      free_if_unreferenced(c);
-    } else if (c->has_ready_work()) {
-      enqueue(c);
-    }
-    c = next;
-  }
-  trim_.on_tick(open_connections(), now);
 }
 
 }  // namespace

@@ -12,12 +12,10 @@
 
 #include "conn/connection.hpp"
 #include "models/classic_model.hpp"
-#include "models/memory_trim.hpp"
+#include "models/loop_chores.hpp"
 
 namespace spoold {
 namespace {
-
-constexpr auto tick = std::chrono::milliseconds(100);  // log flush, memory trim
 
 class poll_model : public classic_model {
  public:
@@ -42,20 +40,20 @@ class poll_model : public classic_model {
   bool stopping_ = false;
   steady_clock::time_point accept_paused_until_{};
   std::vector<std::unique_ptr<connection>> connections_;
-  memory_trim trim_;
+  loop_chores chores_{ctx_.log};
 };
 
 void poll_model::run() {
   std::vector<pollfd> fds;
-  auto next_tick = steady_clock::now() + tick;
   for (;;) {
     auto now = steady_clock::now();
     if (std::erase_if(connections_, [](const auto& c) { return c->closed(); }) > 0) {
-      trim_.connections_deleted();
+      chores_.connections_deleted();
     }
     if (stopping_ && connections_.empty()) break;
 
-    // The set: [stop] [listen] connections..., and the nearest deadline as the timeout.
+    // The set: [stop] [listen] connections..., and the nearest deadline as the timeout: a
+    // connection's, the chores', the end of an accept pause; with none, until an event.
     fds.clear();
     if (!stopping_) fds.push_back({stop_.fd(), POLLIN, 0});
     const bool listening = !stopping_ && now >= accept_paused_until_;
@@ -63,12 +61,14 @@ void poll_model::run() {
     if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
     if (tls_listening) fds.push_back({tls_listener_.fd(), POLLIN, 0});
     const std::size_t first = fds.size();
-    auto wake = next_tick;
+    auto wake = chores_.next(connections_.size());
+    if (!stopping_ && !listening) wake = std::min(wake, accept_paused_until_);
     for (const auto& c : connections_) {
       fds.push_back({c->fd(), c->interest(), 0});
       wake = c->has_ready_work() ? now : std::min(wake, c->deadline());
     }
-    const int n = ::poll(fds.data(), fds.size(), poll_timeout(wake, now));
+    const int n = ::poll(fds.data(), fds.size(),
+                         wake == steady_clock::time_point::max() ? -1 : poll_timeout(wake, now));
     now = steady_clock::now();
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -87,11 +87,7 @@ void poll_model::run() {
       if (c.has_ready_work()) c.serve(requests_per_turn, now);
       c.on_deadline(now);
     }
-    if (now >= next_tick) {
-      if (ctx_.log) ctx_.log->flush();
-      trim_.on_tick(connections_.size(), now);
-      next_tick = now + tick;
-    }
+    chores_.run(connections_.size(), now);
   }
   listener_.close();
   tls_listener_.close();
