@@ -13,24 +13,21 @@ constexpr auto log_flush_interval = std::chrono::milliseconds(100);
 
 log_flusher::log_flusher(access_log* log) : log_(log) {
   if (log_ == nullptr) return;
-  thread_ = std::thread([this] {
+  thread_ = std::jthread([this](std::stop_token stop) {
     name_this_thread("spoold-logflush");
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, log_flush_interval, [this] { return done_; })) {
+    // Asleep until a line waits; then the lines of the next log_flush_interval join it.
+    while (log_->wait_for_lines(stop)) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, stop, log_flush_interval, [] { return false; });
       lock.unlock();
       log_->flush();
-      lock.lock();
     }
   });
 }
 
 log_flusher::~log_flusher() {
   if (!thread_.joinable()) return;
-  {
-    std::lock_guard lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
+  thread_.request_stop();
   thread_.join();
   log_->flush();
 }
@@ -43,8 +40,13 @@ std::uint16_t classic_model::start() {
   try {
     if (shape_.trim_memory) {
       spawn("spoold-trim", [this] {
-        while (!stop_.wait_for(shared_memory_trim::interval)) {
-          trim_.on_tick(ctx_.pool.statistics().threads_live);
+        // Asleep until a connection ends; then a tick per interval while there may be memory
+        // to hand back (shared_memory_trim::on_tick).
+        for (;;) {
+          trim_.wait_for_reason();
+          do {
+            if (stop_.wait_for(shared_memory_trim::interval)) return;
+          } while (trim_.on_tick(ctx_.pool.statistics().threads_live, ctx_.opts.min_threads));
         }
       });
     }
@@ -59,6 +61,7 @@ std::uint16_t classic_model::start() {
 
 void classic_model::stop() {
   stop_.raise();
+  trim_.release();
   if (shape_.blocking_accept) listener_.shut_down();
 }
 

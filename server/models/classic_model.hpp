@@ -18,6 +18,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,8 +31,9 @@
 
 namespace spoold {
 
-// Writes the access log's buffer every 100 ms, on its own thread, until destroyed (the epoll
-// model's sweep does this for it). Does nothing without an access log.
+// Writes the access log's buffer 100 ms after a line starts waiting there, on its own thread,
+// until destroyed (the event loops do this themselves: loop_chores.hpp). Does nothing without
+// an access log.
 class log_flusher {
  public:
   explicit log_flusher(access_log* log);
@@ -41,10 +43,9 @@ class log_flusher {
 
  private:
   access_log* log_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::mutex mu_;  // for cv_'s timed wait, which only a stop ends early
+  std::condition_variable_any cv_;
+  std::jthread thread_;
 };
 
 struct classic_shape {

@@ -14,8 +14,10 @@
 // (shared_client_counts), for --max-connections-per-client. While every worker holds a
 // connection and a client waits, a worker whose connection only waits on its client gives it up
 // (worker_pressure.hpp), so that slow clients cannot hold every worker.
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +39,8 @@
 namespace spoold {
 namespace {
 
+// How often the supervisor looks for exited workers where the kernel has no pidfd_open (before
+// Linux 5.3); with it, the supervisor sleeps until a worker exits.
 constexpr auto supervise_interval = std::chrono::milliseconds(100);
 // A worker that dies sooner than this after its start is restarted only after this long, so a
 // worker that cannot run (say, a store it cannot open) does not turn into a fork loop.
@@ -110,6 +114,7 @@ class preforked_model : public classic_model {
 
   struct worker {
     pid_t pid = -1;
+    int pidfd = -1;  // readable once the process has exited; -1 without pidfd_open
     steady_clock::time_point started{};
     steady_clock::time_point restart_at{};  // when pid < 0: not before this
   };
@@ -129,11 +134,33 @@ class preforked_model : public classic_model {
 
 void preforked_model::supervise() {
   for (std::size_t i = 0; i < workers_.size(); ++i) fork_worker(i);
-  while (!stop_.wait_for(supervise_interval)) {
-    reap(false);
+  // Sleeps until the stop, a worker's exit (its pidfd turns readable) or the next restart due;
+  // a worker without a pidfd makes it look every supervise_interval instead.
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.assign(1, {stop_.fd(), POLLIN, 0});
+    auto wake = steady_clock::time_point::max();
+    for (const worker& w : workers_) {
+      if (w.pid < 0) {
+        wake = std::min(wake, w.restart_at);
+      } else if (w.pidfd >= 0) {
+        fds.push_back({w.pidfd, POLLIN, 0});
+      } else {
+        wake = std::min(wake, steady_clock::now() + supervise_interval);
+      }
+    }
     const auto now = steady_clock::now();
+    const int n = ::poll(fds.data(), fds.size(),
+                         wake == steady_clock::time_point::max() ? -1 : poll_timeout(wake, now));
+    if (n < 0 && errno != EINTR) {
+      std::perror("spoold: poll (supervisor)");
+      if (stop_.wait_for(supervise_interval)) break;  // look by period rather than spin
+    }
+    if (stop_.raised()) break;
+    reap(false);
+    const auto after = steady_clock::now();
     for (std::size_t i = 0; i < workers_.size(); ++i) {
-      if (workers_[i].pid < 0 && now >= workers_[i].restart_at) fork_worker(i);
+      if (workers_[i].pid < 0 && after >= workers_[i].restart_at) fork_worker(i);
     }
   }
   shut_down();
@@ -149,6 +176,7 @@ void preforked_model::fork_worker(std::size_t index) {
     return;
   }
   w.pid = pid;
+  w.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // -1: looked for by period
   w.started = steady_clock::now();
 }
 
@@ -157,6 +185,9 @@ void preforked_model::worker_main(std::size_t index) {
   // A worker blocked in accept() would not notice its parent's death through the stop pipe
   // and would keep the port: die with the parent (checked after asking, in case it is late).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent_) ::_exit(1);
+  for (const worker& w : workers_) {
+    if (w.pidfd >= 0) ::close(w.pidfd);  // the supervisor's, inherited through fork()
+  }
   if (client_counts_) ctx_.clients->set_holder(static_cast<long>(index));
   accept_loop([this, index](accepted&& a) {
     // Only with more workers than --max-connections can a worker be free to refuse.
@@ -184,6 +215,10 @@ bool preforked_model::reap(bool block) {
                            [pid](const worker& w) { return w.pid == pid; });
     if (it == workers_.end()) continue;
     it->pid = -1;
+    if (it->pidfd >= 0) {
+      ::close(it->pidfd);
+      it->pidfd = -1;
+    }
     const auto index = static_cast<std::size_t>(it - workers_.begin());
     counts_->forget(index);
     if (client_counts_) client_counts_->release_holder(index);
