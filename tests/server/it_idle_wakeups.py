@@ -1,0 +1,99 @@
+"""An idle spoold makes no wake-ups. After serving requests (with the access log on, so that its
+flush is scheduled too) and seeing the connections close, every thread of the server (and of
+its children, for the models that fork) sleeps until an event: no event loop, log flusher or
+memory trimmer wakes on a period. Before, the event loops swept their connections every 100 ms
+and the flusher and trimmer ticked on their own periods.
+
+The check: the context switches of every thread, read from /proc, are counted over a window of
+one second; an idle server must reach a window with none. The work it does right after the
+requests (the access log written 100 ms after its first line, the trim a second after the last
+connection, pool threads retiring after the pool's keep-alive) may take some windows first, so
+windows are looked at until one is quiet, within a bound. The access log's lines must be in the
+file by then: the flush is scheduled by the line, not by a tick."""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spoold_harness import HELLO, MODEL, SCALE, SiteTestCase, Spoold, main  # noqa: E402
+
+WINDOW = 1.0
+# Longer than the pool's keep-alive (10 s) plus a trim interval and a flush, so
+# that every scheduled chore is done within it.
+QUIET_WITHIN = 20 * SCALE
+REQUESTS = 5
+
+
+def processes(root_pid):
+    """root_pid and its descendants (forking, preforked)."""
+    found = [root_pid]
+    i = 0
+    while i < len(found):
+        pid = found[i]
+        i += 1
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def switches(root_pid):
+    """{(pid, tid, name): voluntary + involuntary context switches} of every thread."""
+    out = {}
+    for pid in processes(root_pid):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    name = f.read().strip()
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    status = f.read()
+            except OSError:
+                continue
+            count = 0
+            for line in status.splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    count += int(line.split()[1])
+            out[(pid, int(tid), name)] = count
+    return out
+
+
+class IdleWakeups(SiteTestCase):
+    def test_an_idle_server_sleeps_until_an_event(self):
+        log = os.path.join(self.tmp.path, "access.log")
+        args = ["--access-log", log]
+        with Spoold(self.site, self.store, args) as s:
+            for _ in range(REQUESTS):
+                resp = s.get("/hello.txt")
+                self.assertEqual(resp.status, 200)
+                self.assertEqual(resp.body, HELLO)
+            busy = []
+            end = time.monotonic() + QUIET_WITHIN
+            quiet = False
+            while time.monotonic() < end:
+                before = switches(s.proc.pid)
+                time.sleep(WINDOW)  # the window measured, not a wait for an event
+                after = switches(s.proc.pid)
+                woke = {k: after[k] - before[k] for k in after if k in before and
+                        after[k] != before[k]}
+                if not woke:
+                    quiet = True
+                    break
+                busy.append(woke)
+            self.assertTrue(quiet, f"{MODEL}: no quiet window of {WINDOW} s within "
+                                   f"{QUIET_WITHIN} s; threads that woke, per window: {busy}")
+            with open(log) as f:
+                lines = f.read().splitlines()
+            self.assertEqual(len(lines), REQUESTS, lines)
+            self.assertTrue(all('"GET /hello.txt HTTP/1.1" 200' in line for line in lines), lines)
+
+
+if __name__ == "__main__":
+    main()
