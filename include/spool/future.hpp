@@ -620,18 +620,10 @@ class join_state final : public unqueued_state<Out> {
   void arrive(std::size_t) noexcept {
     if (left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (this->try_claim()) {
-      std::exception_ptr failure;
-      try {
+      this->complete_from([this] {
         auto call = [this]() -> Out { return build_(inputs_); };
         this->produce(call);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      if (failure) {
-        this->complete_failure(std::move(failure));
-      } else {
-        this->complete(state_base::held::value);
-      }
+      });
       deadline_.settle(this->owner());
     }
     this->release();  // the arrivals' reference

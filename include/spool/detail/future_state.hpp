@@ -298,6 +298,23 @@ class state : public state_base {
     fail(std::move(e));
     complete(held::failure);
   }
+  // Calls store(), which stores the value (produce, produce_value), and completes with that
+  // value or with what store() threw (the claim, if any, is the caller's). Always inlined into
+  // the caller, whose code it is.
+  template <class Store>
+  [[gnu::always_inline]] void complete_from(Store&& store) noexcept {
+    std::exception_ptr failure;
+    try {
+      store();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (failure) {
+      complete_failure(std::move(failure));
+    } else {
+      complete(held::value);
+    }
+  }
 
  protected:
   // The whole run() of a task that computes fn() into this state (future_task, delayed_task):
@@ -421,17 +438,7 @@ class promise_state final : public unqueued_state<R> {
   template <class... A>
   bool set_value(A&&... args) noexcept {
     if (!this->try_claim()) return false;
-    std::exception_ptr failure;
-    try {
-      this->produce_value(std::forward<A>(args)...);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    if (failure) {
-      this->complete_failure(std::move(failure));
-    } else {
-      this->complete(state_base::held::value);
-    }
+    this->complete_from([&] { this->produce_value(std::forward<A>(args)...); });
     return true;
   }
   bool set_exception(std::exception_ptr e) noexcept {
