@@ -352,6 +352,14 @@ class state : public state_base {
     if (try_claim()) complete_unrun(fn, std::move(e));
     release();
   }
+  // A cancellation reached the task before it started (cancel_here): claims it, destroys fn
+  // and completes with task_cancelled. False if the task was claimed already.
+  template <class F>
+  bool cancel_unrun(F& fn) noexcept {
+    if (!try_claim()) return false;
+    complete_unrun(fn, std::make_exception_ptr(task_cancelled()));
+    return true;
+  }
 
  private:
   stored& value() noexcept { return *std::launder(reinterpret_cast<stored*>(storage_)); }
@@ -410,11 +418,7 @@ class future_task final : public state<R> {
   const char* name() const noexcept override { return name_.get(); }
 
  protected:
-  bool cancel_here(cancel_walk&) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
-    return true;
-  }
+  bool cancel_here(cancel_walk&) noexcept override { return this->cancel_unrun(fn_); }
 
  private:
   union {

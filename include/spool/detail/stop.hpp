@@ -71,11 +71,7 @@ class stoppable_future_task final : public state<R> {
   }
 
  protected:
-  bool cancel_here(cancel_walk&) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
-    return true;
-  }
+  bool cancel_here(cancel_walk&) noexcept override { return this->cancel_unrun(fn_); }
 
  private:
   struct on_stop {
