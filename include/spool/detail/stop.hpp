@@ -99,18 +99,7 @@ class stoppable_post_task final : public task {
       delete this;
       return outcome::cancelled;
     }
-    std::exception_ptr failure;
-    try {
-      fn_();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    delete this;
-    if (failure) {
-      report_exception(owner, std::move(failure));
-      return outcome::failed;
-    }
-    return outcome::completed;
+    return run_posted(owner, this, fn_);
   }
   void cancel() noexcept override { delete this; }
   void destroy() noexcept override { delete this; }
