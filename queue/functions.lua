@@ -111,6 +111,65 @@ local function notify(reply, id, kind, data)
   end
 end
 
+-- What a caller is told of a job in `state` besides the state: its result once done, its error
+-- once dead or cancelled, '' before.
+local function final_data(state, result, err)
+  if state == 'done' then
+    return result or ''
+  elseif FINAL[state] then
+    return err or ''
+  end
+  return ''
+end
+
+-- Adds a producer's reply list to the job's watchers (its field `reply`), once.
+local function add_watcher(jk, watchers, reply)
+  watchers = watchers or ''
+  if not string.find(' ' .. watchers .. ' ', ' ' .. reply .. ' ', 1, true) then
+    redis.call('HSET', jk, 'reply', (watchers == '' and reply) or (watchers .. ' ' .. reply))
+  end
+end
+
+local function no_job(Q, n)
+  return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+end
+
+-- A flat list of names and values (an XINFO reply, a stream entry's fields) as a table; a
+-- name given twice keeps its last value.
+local function as_table(flat)
+  local t = {}
+  for i = 1, #flat, 2 do
+    t[flat[i]] = flat[i + 1]
+  end
+  return t
+end
+
+-- The head of a call on one job (spool_cancel, _requeue, _delete, _status): ARGV Q, number.
+-- Returns P, Q, n, or nothing if one is missing.
+local function job_args(keys, args)
+  local P, Q, n = keys[1], args[1], args[2]
+  if P and Q and n then
+    return P, Q, n
+  end
+end
+
+-- A call on a batch of jobs a worker holds (spool_renew, _finish, _release): ARGV Q, consumer,
+-- count, then `width` fields per job. Returns one(P, Q, consumer, args, b) for each job in
+-- order, b being the index of the job's first field in args; BADARG naming the call if an
+-- argument is missing or the fields do not add up.
+local function batch(name, keys, args, width, one)
+  local P, Q, consumer = keys[1], args[1], args[2]
+  local count = arg_int(args, 3, 0, MAX_BATCH)
+  if not P or not consumer or not count or #args ~= 3 + count * width then
+    return bad(name .. ' needs QUEUE CONSUMER COUNT and ' .. width .. ' fields per job')
+  end
+  local out = {}
+  for i = 0, count - 1 do
+    out[#out + 1] = one(P, Q, consumer, args, 4 + i * width)
+  end
+  return out
+end
+
 -- A final state: the job's result (or error) is kept for its ttl (0: until deleted), and so is
 -- its key, so that a second submission with the key still finds it.
 local function expire_later(P, jk, ttl, key)
@@ -243,18 +302,10 @@ local function submit(keys, args)
     if existing then
       local jk = job_key(P, existing)
       local j = redis.call('HMGET', jk, 'state', 'result', 'error', 'reply')
-      local data = ''
-      if j[1] == 'done' then
-        data = j[2] or ''
-      elseif j[1] == 'dead' or j[1] == 'cancelled' then
-        data = j[3] or ''
-      elseif reply ~= '' then
-        local watchers = j[4] or ''
-        if not string.find(' ' .. watchers .. ' ', ' ' .. reply .. ' ', 1, true) then
-          redis.call('HSET', jk, 'reply', (watchers == '' and reply) or (watchers .. ' ' .. reply))
-        end
+      if not FINAL[j[1]] and reply ~= '' then
+        add_watcher(jk, j[4], reply)
       end
-      out[#out + 1] = { Q .. '/' .. existing, 'existing', j[1], data }
+      out[#out + 1] = { Q .. '/' .. existing, 'existing', j[1], final_data(j[1], j[2], j[3]) }
     else
       if max > 0 and pending == nil then
         pending = (tonumber(redis.call('HGET', P .. ':stats', 'queued') or '0') or 0) +
@@ -330,12 +381,7 @@ end
 -- of a finished or cancelled job, a malformed one, a job out of takeovers). Returns the job's
 -- description, or nil.
 local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
-  local n = nil
-  for i = 1, #fields, 2 do
-    if fields[i] == 'job' then
-      n = fields[i + 1]
-    end
-  end
+  local n = as_table(fields)['job']
   if not n or n == '' or string.find(n, '[^%w%-]') then
     bury_malformed(P, Q, level, entry, fields, 'no job field', now)
     return nil
@@ -432,10 +478,7 @@ local function claim(keys, args)
         local consumers = redis.pcall('XINFO', 'CONSUMERS', s, GROUP)
         if type(consumers) == 'table' and not consumers.err then
           for _, c in ipairs(consumers) do
-            local ci = {}
-            for i = 1, #c, 2 do
-              ci[c[i]] = c[i + 1]
-            end
+            local ci = as_table(c)
             if ci['pending'] == 0 and ci['idle'] > forget and ci['name'] ~= consumer then
               redis.call('XGROUP', 'DELCONSUMER', s, GROUP, ci['name'])
             end
@@ -514,29 +557,23 @@ end
 -- entry goes back to 0). Returns per job 1 (held), 0 (lost: another attempt or a final state)
 -- or 2 (cancelled).
 -- ---------------------------------------------------------------------------------------------
-local function renew(keys, args)
-  local P, Q, consumer = keys[1], args[1], args[2]
-  local count = arg_int(args, 3, 0, MAX_BATCH)
-  if not P or not consumer or not count or #args ~= 3 + count * 4 then
-    return bad('spool_renew needs QUEUE CONSUMER COUNT and 4 fields per job')
-  end
-  local out = {}
-  for i = 0, count - 1 do
-    local b = 4 + i * 4
-    local n, attempt, entry, level = args[b], args[b + 1], args[b + 2], arg_int(args, b + 3, 0, 2)
-    local j = redis.call('HMGET', job_key(P, n), 'state', 'attempt', 'owner')
-    local code = 0
-    if j[1] == 'running' and j[2] == attempt and j[3] == consumer and level then
-      local r = redis.call('XCLAIM', stream_of(P, level), GROUP, consumer, 0, entry, 'JUSTID')
-      if #r == 1 then
-        code = 1
-      end
-    elseif j[1] == 'cancelled' then
-      code = 2
+local function renew_one(P, _, consumer, args, b)
+  local n, attempt, entry, level = args[b], args[b + 1], args[b + 2], arg_int(args, b + 3, 0, 2)
+  local j = redis.call('HMGET', job_key(P, n), 'state', 'attempt', 'owner')
+  local code = 0
+  if j[1] == 'running' and j[2] == attempt and j[3] == consumer and level then
+    local r = redis.call('XCLAIM', stream_of(P, level), GROUP, consumer, 0, entry, 'JUSTID')
+    if #r == 1 then
+      code = 1
     end
-    out[#out + 1] = code
+  elseif j[1] == 'cancelled' then
+    code = 2
   end
-  return out
+  return code
+end
+
+local function renew(keys, args)
+  return batch('spool_renew', keys, args, 4, renew_one)
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -548,65 +585,61 @@ end
 -- 'cancelled' (the job was cancelled meanwhile: nothing recorded) or 'dup' (this very outcome
 -- was recorded already: a repeated call after a lost reply).
 -- ---------------------------------------------------------------------------------------------
-local function finish(keys, args)
-  local P, Q, consumer = keys[1], args[1], args[2]
-  local count = arg_int(args, 3, 0, MAX_BATCH)
-  if not P or not consumer or not count or #args ~= 3 + count * 5 then
-    return bad('spool_finish needs QUEUE CONSUMER COUNT and 5 fields per job')
-  end
-  local now = now_ms()
-  local out = {}
-  for i = 0, count - 1 do
-    local b = 4 + i * 5
-    local n, attempt, outcome, data = args[b], args[b + 1], args[b + 2], args[b + 3]
-    local jitter = tonumber(args[b + 4]) or 0
-    local jk = job_key(P, n)
-    local j = redis.call('HMGET', jk, 'state', 'attempt', 'owner', 'entry', 'level', 'failures',
-      'attempts', 'backoff', 'backoff_max', 'ttl', 'key', 'outcome_attempt', 'outcome_owner',
-      'reply', 'outcomes')
-    local code
-    if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
-      local level = tonumber(j[5]) or 1
-      drop_entry(P, level, j[4])
-      local ttl = tonumber(j[10]) or 0
-      if outcome == 'ok' then
-        redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
-          'outcome_attempt', attempt, 'outcome_owner', consumer,
-          'outcomes', int((tonumber(j[15]) or 0) + 1))
-        stat(P, 'done', 1)
-        notify(j[14], Q .. '/' .. n, 'D', data)
-        expire_later(P, jk, ttl, j[11])
-        code = 'done'
-      else
-        local failures = (tonumber(j[6]) or 0) + 1
-        stat(P, 'failed', 1)
-        redis.call('HSET', jk, 'failures', int(failures), 'error', data)
-        if failures < (tonumber(j[7]) or 1) then
-          local due = now + retry_delay(tonumber(j[8]) or 0, tonumber(j[9]) or 0, failures, jitter)
-          redis.call('HSET', jk, 'state', 'delayed', 'due', int(due), 'entry', '', 'owner', '')
-          redis.call('ZADD', P .. ':delayed', due, n)
-          local head = redis.call('ZRANGE', P .. ':delayed', 0, 0)
-          if head[1] == n then
-            wake(P)
-          end
-          stat(P, 'retried', 1)
-          code = 'retry'
-        else
-          redis.call('HSET', jk, 'outcome_attempt', attempt, 'outcome_owner', consumer)
-          bury(P, Q, jk, n, data, now)
-          code = 'dead'
-        end
-      end
-    elseif (j[1] == 'done' or j[1] == 'dead') and j[12] == attempt and j[13] == consumer then
-      code = 'dup'
-    elseif j[1] == 'cancelled' then
-      code = 'cancelled'
+local function finish_one(P, Q, consumer, args, b, now)
+  local n, attempt, outcome, data = args[b], args[b + 1], args[b + 2], args[b + 3]
+  local jitter = tonumber(args[b + 4]) or 0
+  local jk = job_key(P, n)
+  local j = redis.call('HMGET', jk, 'state', 'attempt', 'owner', 'entry', 'level', 'failures',
+    'attempts', 'backoff', 'backoff_max', 'ttl', 'key', 'outcome_attempt', 'outcome_owner',
+    'reply', 'outcomes')
+  local code
+  if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
+    local level = tonumber(j[5]) or 1
+    drop_entry(P, level, j[4])
+    local ttl = tonumber(j[10]) or 0
+    if outcome == 'ok' then
+      redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
+        'outcome_attempt', attempt, 'outcome_owner', consumer,
+        'outcomes', int((tonumber(j[15]) or 0) + 1))
+      stat(P, 'done', 1)
+      notify(j[14], Q .. '/' .. n, 'D', data)
+      expire_later(P, jk, ttl, j[11])
+      code = 'done'
     else
-      code = 'stale'
+      local failures = (tonumber(j[6]) or 0) + 1
+      stat(P, 'failed', 1)
+      redis.call('HSET', jk, 'failures', int(failures), 'error', data)
+      if failures < (tonumber(j[7]) or 1) then
+        local due = now + retry_delay(tonumber(j[8]) or 0, tonumber(j[9]) or 0, failures, jitter)
+        redis.call('HSET', jk, 'state', 'delayed', 'due', int(due), 'entry', '', 'owner', '')
+        redis.call('ZADD', P .. ':delayed', due, n)
+        local head = redis.call('ZRANGE', P .. ':delayed', 0, 0)
+        if head[1] == n then
+          wake(P)
+        end
+        stat(P, 'retried', 1)
+        code = 'retry'
+      else
+        redis.call('HSET', jk, 'outcome_attempt', attempt, 'outcome_owner', consumer)
+        bury(P, Q, jk, n, data, now)
+        code = 'dead'
+      end
     end
-    out[#out + 1] = code
+  elseif (j[1] == 'done' or j[1] == 'dead') and j[12] == attempt and j[13] == consumer then
+    code = 'dup'
+  elseif j[1] == 'cancelled' then
+    code = 'cancelled'
+  else
+    code = 'stale'
   end
-  return out
+  return code
+end
+
+local function finish(keys, args)
+  local now = now_ms()
+  return batch('spool_finish', keys, args, 5, function(P, Q, consumer, _, b)
+    return finish_one(P, Q, consumer, args, b, now)
+  end)
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -629,16 +662,9 @@ local function release_one(P, Q, consumer, n, attempt)
 end
 
 local function release(keys, args)
-  local P, Q, consumer = keys[1], args[1], args[2]
-  local count = arg_int(args, 3, 0, MAX_BATCH)
-  if not P or not consumer or not count or #args ~= 3 + count * 2 then
-    return bad('spool_release needs QUEUE CONSUMER COUNT and 2 fields per job')
-  end
-  local out = {}
-  for i = 0, count - 1 do
-    out[#out + 1] = release_one(P, Q, consumer, args[4 + i * 2], args[5 + i * 2])
-  end
-  return out
+  return batch('spool_release', keys, args, 2, function(P, Q, consumer, _, b)
+    return release_one(P, Q, consumer, args[b], args[b + 1])
+  end)
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -667,14 +693,7 @@ local function reconcile(keys, args)
       for _, p in ipairs(pending) do
         local entry = p[1]
         local e = redis.call('XRANGE', s, entry, entry)
-        local n = nil
-        if e[1] then
-          for i = 1, #e[1][2], 2 do
-            if e[1][2][i] == 'job' then
-              n = e[1][2][i + 1]
-            end
-          end
-        end
+        local n = e[1] and as_table(e[1][2])['job']
         if n and known[n] then
           left = left + 1
         elseif n and redis.call('HGET', job_key(P, n), 'entry') == entry then
@@ -700,15 +719,15 @@ end
 -- job was in; errors NOJOB, WRONGSTATE (already final).
 -- ---------------------------------------------------------------------------------------------
 local function cancel(keys, args)
-  local P, Q, n = keys[1], args[1], args[2]
-  if not P or not Q or not n then
+  local P, Q, n = job_args(keys, args)
+  if not P then
     return bad('spool_cancel needs QUEUE NUMBER')
   end
   local jk = job_key(P, n)
   local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key', 'reply', 'outcomes')
   local state = j[1]
   if not state then
-    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+    return no_job(Q, n)
   end
   if FINAL[state] then
     return redis.error_reply('WRONGSTATE job ' .. Q .. '/' .. n .. ' is ' .. state .. ' already')
@@ -740,7 +759,7 @@ local function dead_job(P, Q, n)
   local jk = job_key(P, n)
   local j = redis.call('HMGET', jk, 'state', 'prio', 'key')
   if not j[1] then
-    return nil, redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+    return nil, no_job(Q, n)
   end
   if j[1] ~= 'dead' then
     return nil, redis.error_reply('WRONGSTATE job ' .. Q .. '/' .. n .. ' is ' .. j[1] ..
@@ -750,8 +769,8 @@ local function dead_job(P, Q, n)
 end
 
 local function requeue(keys, args)
-  local P, Q, n = keys[1], args[1], args[2]
-  if not P or not Q or not n then
+  local P, Q, n = job_args(keys, args)
+  if not P then
     return bad('spool_requeue needs QUEUE NUMBER')
   end
   local j, err = dead_job(P, Q, n)
@@ -772,8 +791,8 @@ local function requeue(keys, args)
 end
 
 local function delete(keys, args)
-  local P, Q, n = keys[1], args[1], args[2]
-  if not P or not Q or not n then
+  local P, Q, n = job_args(keys, args)
+  if not P then
     return bad('spool_delete needs QUEUE NUMBER')
   end
   local j, err = dead_job(P, Q, n)
@@ -800,18 +819,12 @@ local function watch(keys, args)
   local jk = job_key(P, n)
   local j = redis.call('HMGET', jk, 'state', 'result', 'error', 'reply')
   if not j[1] then
-    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
-  end
-  if j[1] == 'done' then
-    return { j[1], j[2] or '' }
+    return no_job(Q, n)
   end
   if FINAL[j[1]] then
-    return { j[1], j[3] or '' }
+    return { j[1], final_data(j[1], j[2], j[3]) }
   end
-  local watchers = j[4] or ''
-  if not string.find(' ' .. watchers .. ' ', ' ' .. reply .. ' ', 1, true) then
-    redis.call('HSET', jk, 'reply', (watchers == '' and reply) or (watchers .. ' ' .. reply))
-  end
+  add_watcher(jk, j[4], reply)
   return { j[1], '' }
 end
 
@@ -825,13 +838,7 @@ local function peek(keys, args)
   for i = 2, #args do
     local j = redis.call('HMGET', job_key(P, args[i]), 'state', 'result', 'error')
     local state = j[1] or ''
-    local data = ''
-    if state == 'done' then
-      data = j[2] or ''
-    elseif FINAL[state] then
-      data = j[3] or ''
-    end
-    out[#out + 1] = { state, data }
+    out[#out + 1] = { state, final_data(state, j[2], j[3]) }
   end
   return out
 end
@@ -841,13 +848,13 @@ end
 -- names and values; error NOJOB.
 -- ---------------------------------------------------------------------------------------------
 local function status(keys, args)
-  local P, Q, n = keys[1], args[1], args[2]
-  if not P or not Q or not n then
+  local P, Q, n = job_args(keys, args)
+  if not P then
     return bad('spool_status needs QUEUE NUMBER')
   end
   local h = redis.call('HGETALL', job_key(P, n))
   if #h == 0 then
-    return redis.error_reply('NOJOB job ' .. Q .. '/' .. n .. ' does not exist')
+    return no_job(Q, n)
   end
   return h
 end
@@ -880,10 +887,7 @@ local function stats(keys, args)
       end
     else
       for _, g in ipairs(groups) do
-        local info = {}
-        for i = 1, #g, 2 do
-          info[g[i]] = g[i + 1]
-        end
+        local info = as_table(g)
         if info['name'] == GROUP then
           running = running + info['pending']
           local next_entry = redis.call('XRANGE', s, '(' .. info['last-delivered-id'], '+',
@@ -893,10 +897,7 @@ local function stats(keys, args)
           end
           local consumers = redis.call('XINFO', 'CONSUMERS', s, GROUP)
           for _, c in ipairs(consumers) do
-            local ci = {}
-            for i = 1, #c, 2 do
-              ci[c[i]] = c[i + 1]
-            end
+            local ci = as_table(c)
             local w = workers[ci['name']]
             if not w then
               w = { 0, ci['idle'] }

@@ -609,33 +609,13 @@ void for_each_input(Inputs& in, G g) noexcept {
   }
 }
 
-// Counts inputs down to zero; the last arrival builds the result (every input is ready then),
-// unless a cancellation or the deadline claimed the state first.
-template <class Out, class Inputs, class Build>
-class join_state final : public unqueued_state<Out> {
+// What a join's result holds besides the count: its inputs and its deadline, and the two ways
+// it fails before it is built (the deadline, a cancellation), both of which cancel the inputs.
+template <class Result, class Inputs>
+class inputs_state : public unqueued_state<Result> {
  public:
-  join_state(pool_ref owner, Inputs in, std::size_t n, Build build)
-      : unqueued_state<Out>(owner), inputs_(std::move(in)), left_(n), build_(std::move(build)) {}
+  inputs_state(pool_ref owner, Inputs in) : unqueued_state<Result>(owner), inputs_(std::move(in)) {}
 
-  void arrive(std::size_t) noexcept {
-    if (left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (this->try_claim()) {
-      std::exception_ptr failure;
-      try {
-        auto call = [this]() -> Out { return build_(inputs_); };
-        this->produce(call);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      if (failure) {
-        this->complete_failure(std::move(failure));
-      } else {
-        this->complete(state_base::held::value);
-      }
-      deadline_.settle(this->owner());
-    }
-    this->release();  // the arrivals' reference
-  }
   // The deadline passed (or could not be kept: why): fails the result, cancels the inputs.
   void time_out(std::error_code why) noexcept {
     if (!this->try_claim()) return;
@@ -660,53 +640,54 @@ class join_state final : public unqueued_state<Out> {
 
  private:
   Inputs inputs_;
+  join_deadline deadline_;
+};
+
+// Counts inputs down to zero; the last arrival builds the result (every input is ready then),
+// unless a cancellation or the deadline claimed the state first.
+template <class Out, class Inputs, class Build>
+class join_state final : public inputs_state<Out, Inputs> {
+ public:
+  join_state(pool_ref owner, Inputs in, std::size_t n, Build build)
+      : inputs_state<Out, Inputs>(owner, std::move(in)), left_(n), build_(std::move(build)) {}
+
+  void arrive(std::size_t) noexcept {
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (this->try_claim()) {
+      this->complete_from([this] {
+        auto call = [this]() -> Out { return build_(this->inputs()); };
+        this->produce(call);
+      });
+      this->deadline().settle(this->owner());
+    }
+    this->release();  // the arrivals' reference
+  }
+
+ private:
   std::atomic<std::size_t> left_;
   Build build_;
-  join_deadline deadline_;
 };
 
 // The first arrival to claim the state wins: it hands the inputs back with its index. The
 // arrivals together hold one reference, dropped by the last of them.
 template <class Result, class Inputs>
-class any_state final : public unqueued_state<Result> {
+class any_state final : public inputs_state<Result, Inputs> {
  public:
   any_state(pool_ref owner, Inputs in, std::size_t n)
-      : unqueued_state<Result>(owner), inputs_(std::move(in)), left_(n) {}
+      : inputs_state<Result, Inputs>(owner, std::move(in)), left_(n) {}
 
   void arrive(std::size_t index) noexcept {
     if (this->try_claim()) {
       // Moving a vector or a tuple of futures and writing a size_t cannot throw.
-      this->produce_value(Result{index, std::move(inputs_)});
+      this->produce_value(Result{index, std::move(this->inputs())});
       this->complete(state_base::held::value);
-      deadline_.settle(this->owner());
+      this->deadline().settle(this->owner());
     }
     if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) this->release();
   }
-  void time_out(std::error_code why) noexcept {
-    if (!this->try_claim()) return;
-    // The inputs first: whoever sees the result timed out sees them cancelled.
-    cancel_walk up;
-    for_each_input(inputs_, [&up](auto& in) { cancel_input(in, up); });
-    state_base::cancel_all(up);
-    this->complete_failure(std::make_exception_ptr(error(static_cast<errc>(why.value()))));
-    deadline_.settle(this->owner());
-  }
-  Inputs& inputs() noexcept { return inputs_; }
-  join_deadline& deadline() noexcept { return deadline_; }
-
- protected:
-  bool cancel_here(cancel_walk& up) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_failure(std::make_exception_ptr(task_cancelled()));
-    for_each_input(inputs_, [&up](auto& in) { cancel_input(in, up); });
-    deadline_.settle(this->owner());
-    return true;
-  }
 
  private:
-  Inputs inputs_;
   std::atomic<std::size_t> left_;
-  join_deadline deadline_;
 };
 
 // The deadline timer of one join (see deadline_timer).

@@ -17,33 +17,45 @@ struct spool_pool {
 
 namespace spool::detail {
 
+// A C function, its argument and its on_cancel hook (null: none), as a C task holds them. A
+// task ends through one of the two calls below, which free the task first: its memory is back
+// before fn runs (fn may submit more) or on_cancel hands arg back.
+struct c_call {
+  void (*fn)(void*);
+  void* arg;
+  void (*on_cancel)(void*);
+
+  template <class Task>
+  outcome run_and_free(Task* owner) const noexcept {
+    auto f = fn;
+    void* a = arg;
+    delete owner;  // *this goes with it: only the copies above are used after
+    f(a);
+    return outcome::completed;
+  }
+  template <class Task>
+  void cancel_and_free(Task* owner) const noexcept {
+    auto hook = on_cancel;
+    void* a = arg;
+    delete owner;
+    if (hook != nullptr) hook(a);
+  }
+};
+
 // A C function and its argument. on_cancel, if set, hands arg back when the task is dropped.
 class c_task final : public task {
  public:
   c_task(void (*fn)(void*), void* arg, void (*on_cancel)(void*),
          const char* name = nullptr) noexcept
-      : fn_(fn), arg_(arg), on_cancel_(on_cancel), name_(name) {}
+      : call_{fn, arg, on_cancel}, name_(name) {}
 
-  outcome run(core&) noexcept override {
-    auto fn = fn_;
-    void* arg = arg_;
-    delete this;
-    fn(arg);
-    return outcome::completed;
-  }
-  void cancel() noexcept override {
-    auto hook = on_cancel_;
-    void* arg = arg_;
-    delete this;
-    if (hook != nullptr) hook(arg);
-  }
+  outcome run(core&) noexcept override { return call_.run_and_free(this); }
+  void cancel() noexcept override { call_.cancel_and_free(this); }
   void destroy() noexcept override { delete this; }
   const char* name() const noexcept override { return name_; }
 
  private:
-  void (*fn_)(void*);
-  void* arg_;
-  void (*on_cancel_)(void*);
+  c_call call_;
   const char* name_;  // spool_submit_named; fits the 64-byte class with the rest
 };
 

@@ -83,32 +83,21 @@ class c_cancellable final : public task {
 class c_stoppable final : public task {
  public:
   c_stoppable(std::stop_token st, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
-      : st_(std::move(st)), fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
+      : st_(std::move(st)), call_{fn, arg, on_cancel} {}
 
   outcome run(core&) noexcept override {
     if (st_.stop_requested()) {
       cancel();
       return outcome::cancelled;
     }
-    auto fn = fn_;
-    void* arg = arg_;
-    delete this;
-    fn(arg);
-    return outcome::completed;
+    return call_.run_and_free(this);
   }
-  void cancel() noexcept override {
-    auto hook = on_cancel_;
-    void* arg = arg_;
-    delete this;
-    if (hook != nullptr) hook(arg);
-  }
+  void cancel() noexcept override { call_.cancel_and_free(this); }
   void destroy() noexcept override { delete this; }
 
  private:
   std::stop_token st_;
-  void (*fn_)(void*);
-  void* arg_;
-  void (*on_cancel_)(void*);
+  c_call call_;
 };
 
 // Past this, a deadline would overflow the clock; treated as never.

@@ -44,6 +44,18 @@ static inline void hold_wait_started(hold_t *h, int n) {
   pthread_mutex_unlock(&h->mu);
 }
 
+/* Holds a worker of pool: submits hold_task and waits until it has started, so that what is
+ * submitted next (to a pool of one thread) stays queued until hold_release. Returns
+ * spool_submit's code, and waits only if that is SPOOL_OK. */
+static inline int hold_worker(spool_pool* pool, hold_t* h) {
+  pthread_mutex_lock(&h->mu);
+  int started = h->started;
+  pthread_mutex_unlock(&h->mu);
+  int rc = spool_submit(pool, hold_task, h);
+  if (rc == SPOOL_OK) hold_wait_started(h, started + 1);
+  return rc;
+}
+
 static inline void hold_release(hold_t *h) {
   pthread_mutex_lock(&h->mu);
   h->released = 1;

@@ -113,6 +113,14 @@ static spool_pool *make_pool(unsigned threads, size_t capacity, spool_full_polic
   return pool;
 }
 
+/* A pool of one thread that hold_task holds (hold_worker): what is submitted next is queued. */
+static spool_pool* make_held_pool(hold_t* hold, size_t capacity, spool_full_policy on_full) {
+  hold_init(hold);
+  spool_pool* pool = make_pool(1, capacity, on_full);
+  CHECK_EQ(hold_worker(pool, hold), SPOOL_OK);
+  return pool;
+}
+
 /* ---- the tests ---- */
 
 /* The C defaults are the C++ config's: every CPU, unbounded, block, 1 s, "spool", 64 rounds. */
@@ -263,14 +271,11 @@ static void test_invalid_arguments(void) {
 static void test_full_policies(void) {
   /* reject: SPOOL_EFULL; a refused task calls neither fn nor on_cancel. */
   {
-    hold_t hold;
-    hold_init(&hold);
     tally_t queued, refused;
     tally_init(&queued);
     tally_init(&refused);
-    spool_pool *pool = make_pool(1, 1, SPOOL_FULL_REJECT);
-    CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-    hold_wait_started(&hold, 1);
+    hold_t hold;
+    spool_pool* pool = make_held_pool(&hold, 1, SPOOL_FULL_REJECT);
     CHECK_EQ(spool_submit(pool, count_run, &queued), SPOOL_OK);
     CHECK_EQ(spool_submit(pool, count_run, &refused), SPOOL_EFULL);
     CHECK_EQ(spool_submit_ex(pool, count_run, &refused, count_cancel), SPOOL_EFULL);
@@ -290,13 +295,10 @@ static void test_full_policies(void) {
   }
   /* block with a timeout: SPOOL_ETIMEDOUT after block_timeout_ms (20 ms). */
   {
-    hold_t hold;
-    hold_init(&hold);
     tally_t refused;
     tally_init(&refused);
-    spool_pool *pool = make_pool(1, 1, SPOOL_FULL_BLOCK_TIMEOUT);
-    CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-    hold_wait_started(&hold, 1);
+    hold_t hold;
+    spool_pool* pool = make_held_pool(&hold, 1, SPOOL_FULL_BLOCK_TIMEOUT);
     CHECK_EQ(spool_submit(pool, count_run, &refused), SPOOL_OK);
     CHECK_EQ(spool_submit(pool, count_run, &refused), SPOOL_ETIMEDOUT);
     hold_release(&hold);
@@ -308,13 +310,10 @@ static void test_full_policies(void) {
   }
   /* caller runs: the task runs inside spool_submit, on the calling thread. */
   {
-    hold_t hold;
-    hold_init(&hold);
     tally_t inline_run;
     tally_init(&inline_run);
-    spool_pool *pool = make_pool(1, 1, SPOOL_FULL_CALLER_RUNS);
-    CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-    hold_wait_started(&hold, 1);
+    hold_t hold;
+    spool_pool* pool = make_held_pool(&hold, 1, SPOOL_FULL_CALLER_RUNS);
     CHECK_EQ(spool_submit(pool, count_run, &inline_run), SPOOL_OK); /* queued */
     CHECK_EQ(spool_submit(pool, count_run, &inline_run), SPOOL_OK); /* runs here */
     CHECK_EQ(tally_ran(&inline_run), 1);
@@ -327,14 +326,11 @@ static void test_full_policies(void) {
   }
   /* discard oldest: the oldest task's on_cancel runs (on the submitting thread), not its fn. */
   {
-    hold_t hold;
-    hold_init(&hold);
     tally_t oldest, newest;
     tally_init(&oldest);
     tally_init(&newest);
-    spool_pool *pool = make_pool(1, 1, SPOOL_FULL_DISCARD_OLDEST);
-    CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-    hold_wait_started(&hold, 1);
+    hold_t hold;
+    spool_pool* pool = make_held_pool(&hold, 1, SPOOL_FULL_DISCARD_OLDEST);
     CHECK_EQ(spool_submit_ex(pool, count_run, &oldest, count_cancel), SPOOL_OK);
     CHECK_EQ(spool_submit_ex(pool, count_run, &newest, count_cancel), SPOOL_OK);
     CHECK_EQ(tally_cancelled(&oldest), 1);
@@ -357,15 +353,12 @@ static void test_full_policies(void) {
 /* After spool_close, and after spool_shutdown, submissions are SPOOL_ESHUTDOWN and never run;
  * what was queued before spool_close still runs. */
 static void test_shutdown_refusals(void) {
-  hold_t hold;
-  hold_init(&hold);
   tally_t queued, refused;
   tally_init(&queued);
   tally_init(&refused);
 
-  spool_pool *pool = make_pool(1, 0, SPOOL_FULL_BLOCK);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  hold_t hold;
+  spool_pool* pool = make_held_pool(&hold, 0, SPOOL_FULL_BLOCK);
   CHECK_EQ(spool_submit(pool, count_run, &queued), SPOOL_OK);
   CHECK_EQ(spool_close(pool), SPOOL_OK);
   CHECK_EQ(spool_submit(pool, count_run, &refused), SPOOL_ESHUTDOWN);
@@ -400,13 +393,10 @@ static void test_shutdown_refusals(void) {
  * so the count is exact. */
 static void test_shutdown_discard_calls_on_cancel(void) {
   enum { queued = 20 };
-  hold_t hold;
-  hold_init(&hold);
   tally_t tally;
   tally_init(&tally);
-  spool_pool *pool = make_pool(1, 0, SPOOL_FULL_BLOCK);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  hold_t hold;
+  spool_pool* pool = make_held_pool(&hold, 0, SPOOL_FULL_BLOCK);
   for (int i = 0; i < queued; ++i) {
     CHECK_EQ(spool_submit_ex(pool, count_run, &tally, count_cancel), SPOOL_OK);
   }

@@ -218,8 +218,7 @@ static void test_cancel_calls_on_cancel(void) {
   hold_init(&h);
   tally_t t;
   tally_init(&t);
-  CHECK_EQ(spool_submit(pool, hold_task, &h), SPOOL_OK);
-  hold_wait_started(&h, 1);
+  CHECK_EQ(hold_worker(pool, &h), SPOOL_OK);
   spool_group *g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   CHECK_EQ(spool_group_on_finished(g, count_drain, &t), SPOOL_OK);
@@ -381,8 +380,7 @@ static void test_shutdown_discard(void) {
   hold_init(&h);
   tally_t t;
   tally_init(&t);
-  CHECK_EQ(spool_submit(pool, hold_task, &h), SPOOL_OK);
-  hold_wait_started(&h, 1);
+  CHECK_EQ(hold_worker(pool, &h), SPOOL_OK);
   spool_group *g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   for (int i = 0; i < 15; ++i) {

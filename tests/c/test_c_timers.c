@@ -82,6 +82,14 @@ static spool_pool* make_pool(unsigned threads) {
   return pool;
 }
 
+/* A pool of one thread that hold_task holds (hold_worker): what is submitted next is queued. */
+static spool_pool* make_held_pool(hold_t* hold) {
+  hold_init(hold);
+  spool_pool* pool = make_pool(1);
+  CHECK_EQ(hold_worker(pool, hold), SPOOL_OK);
+  return pool;
+}
+
 static const uint64_t ms = 1000000u;
 static const uint64_t hour = 3600u * 1000000000u;
 
@@ -236,11 +244,8 @@ static void test_destroy_with_a_never_due_timer(void) {
 /* A stop source: tasks queued when the stop is requested call on_cancel instead of fn; the
  * source may be destroyed while they are queued; a stopped source refuses new submissions. */
 static void test_stoppable_submit(void) {
-  spool_pool* pool = make_pool(1);
   hold_t hold;
-  hold_init(&hold);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  spool_pool* pool = make_held_pool(&hold);
   tally_t t;
   tally_init(&t);
   spool_stop_source* src = NULL;
@@ -274,11 +279,8 @@ static void test_stoppable_submit(void) {
 }
 
 static void test_cancellable_submit(void) {
-  spool_pool* pool = make_pool(1);
   hold_t hold;
-  hold_init(&hold);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  spool_pool* pool = make_held_pool(&hold);
   tally_t t;
   tally_init(&t);
   spool_task *a = NULL, *b = NULL;
@@ -362,8 +364,7 @@ static void test_group_token(void) {
   hold_t hold;
   hold_init(&hold);
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  CHECK_EQ(hold_worker(pool, &hold), SPOOL_OK);
   token_probe dropped = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0};
   CHECK_EQ(spool_group_submit2(g, SPOOL_PRIORITY_NORMAL, probe_task, &dropped), SPOOL_OK);
   pthread_t stopper;

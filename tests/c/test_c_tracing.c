@@ -103,8 +103,7 @@ static void test_shutdown_timed(void) {
   CHECK_EQ(spool_create(&cfg, &pool), SPOOL_OK);
   hold_t hold;
   hold_init(&hold);
-  CHECK_EQ(spool_submit(pool, hold_task, &hold), SPOOL_OK);
-  hold_wait_started(&hold, 1);
+  CHECK_EQ(hold_worker(pool, &hold), SPOOL_OK);
   CHECK_EQ(spool_submit_ex(pool, nothing, NULL, count_drop), SPOOL_OK);
   CHECK_EQ(spool_submit_ex(pool, nothing, NULL, count_drop), SPOOL_OK);
   CHECK_EQ(spool_post_after(pool, 3600000000000ull, nothing, NULL, count_drop, NULL), SPOOL_OK);

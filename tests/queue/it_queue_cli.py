@@ -18,44 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import fleet  # noqa: E402
 import wire  # noqa: E402
+from queue_harness import Redis, check, report, wait_for  # noqa: E402
 
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
 SANITIZED = bool(os.environ.get("SPOOL_SANITIZE"))
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else f"  [{detail}]"), flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def wait_for(pred, timeout=30, what="condition"):
-    """Polls pred() until true; an exception of pred's ends the wait, the deadline fails it."""
-    return wire.wait_for(pred, timeout, what, interval=0.02, errors=(), failure=AssertionError)
-
-
-class Redis:
-    def __init__(self, tmp):
-        self.port = wire.free_port()
-        self.dir = os.path.join(tmp, f"redis-{self.port}")
-        os.makedirs(self.dir)
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--logfile", "redis.log"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self.ping, 20, "redis-server to answer")
-        self.url = f"redis://127.0.0.1:{self.port}"
-
-    def ping(self):
-        try:
-            return wire.redis_command("127.0.0.1", self.port, "PING") == "PONG"
-        except OSError:
-            return False
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def cli(url, *args, stdin=None, timeout=60):
@@ -281,11 +247,7 @@ def main():
     finally:
         redis.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed: {failures}")
-        return 1
-    print("all checks passed")
-    return 0
+    return report()
 
 
 if __name__ == "__main__":

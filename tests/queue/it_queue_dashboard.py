@@ -14,22 +14,11 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
 import wire  # noqa: E402
+from queue_harness import Redis, check, report, wait_for  # noqa: E402
 
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
 SPOOLD = os.environ.get("SPOOLD", "")
 SITE = os.environ.get("SPOOLD_SITE", "")
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else f"  [{detail}]"), flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def wait_for(pred, timeout, what):
-    """Polls pred() until true; an exception of pred's ends the wait, the deadline fails it."""
-    return wire.wait_for(pred, timeout, what, errors=(), failure=AssertionError)
 
 
 def get(port, path):
@@ -57,17 +46,13 @@ def main():
             print(f"{name} must name the binary", file=sys.stderr)
             return 2
     tmp = tempfile.mkdtemp(prefix="spool-queue-dashboard-")
-    rport = wire.free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", tmp],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{rport}"
+    redis = Redis(tmp)
+    url = redis.url
     procs = []
     try:
         def cli(*args):
             return subprocess.run([QUEUE_BIN, "--store", url, *args], capture_output=True,
                                   text=True, timeout=60)
-        wait_for(lambda: cli("stats").returncode == 0, 20, "redis-server")
         spoold, port = start_spoold(tmp, "--queue-store", url)
         procs.append(spoold)
         status, body = get(port, "/api/queues")
@@ -90,16 +75,18 @@ def main():
         check(s["queued"] == 0 and len(s["workers"]) == 1, "and the worker", s)
         status, body = get(port, "/queue")
         check(status == 200 and "queue.js" in body, "/queue serves the page", status)
+        check("/charts.js" in body, "/queue loads the charts shared with the dashboard")
         status, body = get(port, "/queue.js")
         check(status == 200 and "/api/queue?name=" in body, "the page's script", status)
+        status, body = get(port, "/charts.js")
+        check(status == 200 and "figure.chart svg" in body, "the charts' script", status)
         status, body = get(port, "/api/queue?name=bad%20name")
         check(status == 400 and "a space is not allowed" in body, "a bad queue name: 400", body)
         status, body = get(port, "/api/queue")
         check(status == 400, "no name: 400", body)
 
         # Redis down: 503, and back once it returns.
-        redis.terminate()
-        redis.wait()
+        redis.stop()
         status, body = get(port, "/api/queue?name=mail")
         check(status == 503, "Redis down: 503", (status, body[:200]))
 
@@ -115,15 +102,9 @@ def main():
         for p in procs:
             p.terminate()
             p.wait()
-        if redis.poll() is None:
-            redis.terminate()
-            redis.wait()
+        redis.stop()
         subprocess.run(["rm", "-rf", tmp])
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return report()
 
 
 if __name__ == "__main__":

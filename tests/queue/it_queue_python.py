@@ -9,11 +9,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
+
+from queue_harness import Redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
-import wire  # noqa: E402
 
 DOC = os.path.join(HERE, "..", "..", "docs", "queue.md")
 QUEUE_BIN = os.environ.get("SPOOL_QUEUE", "")
@@ -30,21 +29,11 @@ def main():
         print(f"no python block in {DOC}", file=sys.stderr)
         return 1
     tmp = tempfile.mkdtemp(prefix="spool-queue-python-")
-    port = wire.free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", tmp],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}"
+    redis = Redis(tmp)
+    url = redis.url
     worker = None
     failed = 0
     try:
-        deadline = time.monotonic() + 20
-        while subprocess.run([QUEUE_BIN, "--store", url, "stats"],
-                             capture_output=True).returncode != 0:
-            if time.monotonic() > deadline:
-                print("redis-server did not start", file=sys.stderr)
-                return 1
-            time.sleep(0.05)  # polling another process
         queues = set(re.findall(r'queue = "([^"]+)"', "".join(blocks)))
         worker = subprocess.Popen([QUEUE_BIN, "--store", url, "worker", "--queue", *queues],
                                   stdout=subprocess.PIPE, text=True)
@@ -66,8 +55,7 @@ def main():
         if worker:
             worker.terminate()
             worker.wait()
-        redis.terminate()
-        redis.wait()
+        redis.stop()
         subprocess.run(["rm", "-rf", tmp])
     return 1 if failed else 0
 

@@ -27,8 +27,44 @@ using spool::queue::job_state;
 using spool::queue::producer;
 using spool::queue::worker;
 
+// The payloads of the jobs its handler ran, in the order they ran.
+class run_log {
+ public:
+  auto handler() {
+    return [this](const job_context&, std::string_view payload) {
+      std::lock_guard lock(mu_);
+      ran_.emplace_back(payload);
+      return std::string();
+    };
+  }
+  std::vector<std::string> ran() {
+    std::lock_guard lock(mu_);
+    return ran_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> ran_;
+};
+
 class Worker : public queue_test_base {
  protected:
+  // Resumes the paused queue "q" with one worker (levels aged by `aging`, 0: strict) and waits
+  // for every job; returns the payloads in the order the worker ran them.
+  std::vector<std::string> resume_and_run(spool::queue::admin& a,
+                                          std::vector<spool::queue::submitted>& jobs,
+                                          std::chrono::milliseconds aging) {
+    run_log log;
+    auto options = fast_worker("q", 1);
+    options.aging = aging;
+    worker w(url(), options);
+    w.handle("t", log.handler());
+    w.start();
+    a.resume("q");
+    for (auto& j : jobs) j.result.get();
+    return log.ran();
+  }
+
   // An attempt claimed by hand, as a worker that then goes silent ("ghost") would hold it.
   struct claimed {
     std::string number;
@@ -243,18 +279,12 @@ TEST_F(Worker, CancelledQueuedJobNeverStarts) {
   EXPECT_THROW(doomed.result.get(), spool::queue::job_cancelled);
   EXPECT_THROW(delayed.result.get(), spool::task_cancelled);
 
-  std::mutex mu;
-  std::vector<std::string> ran;
+  run_log log;
   worker w(url(), fast_worker("q", 1));
-  w.handle("t", [&](const job_context&, std::string_view payload) {
-    std::lock_guard lock(mu);
-    ran.emplace_back(payload);
-    return std::string();
-  });
+  w.handle("t", log.handler());
   w.start();
   p.submit("q", "t", "after").result.get();
-  std::lock_guard lock(mu);
-  EXPECT_EQ(ran, std::vector<std::string>{"after"});
+  EXPECT_EQ(log.ran(), std::vector<std::string>{"after"});
   EXPECT_EQ(stats("q").cancelled, 2u);
   EXPECT_EQ(stats("q").queued, 0u);
   EXPECT_EQ(stats("q").delayed, 0u);
@@ -381,22 +411,9 @@ TEST_F(Worker, HigherPrioritiesRunFirstWithStrictLevels) {
       jobs.push_back(p.submit("q", "t", std::string(name) + std::to_string(i), o));
     }
   }
-  std::mutex mu;
-  std::vector<std::string> order;
-  auto options = fast_worker("q", 1);
-  options.aging = 0ms;
-  worker w(url(), options);
-  w.handle("t", [&](const job_context&, std::string_view payload) {
-    std::lock_guard lock(mu);
-    order.emplace_back(payload);
-    return std::string();
-  });
-  w.start();
-  a.resume("q");
-  for (auto& j : jobs) j.result.get();
-  std::lock_guard lock(mu);
-  EXPECT_EQ(order, (std::vector<std::string>{"high0", "high1", "high2", "normal0", "normal1",
-                                             "normal2", "low0", "low1", "low2"}));
+  EXPECT_EQ(resume_and_run(a, jobs, 0ms),
+            (std::vector<std::string>{"high0", "high1", "high2", "normal0", "normal1", "normal2",
+                                      "low0", "low1", "low2"}));
 }
 
 TEST_F(Worker, AgingServesALowJobBeforeTheNormalBacklogEnds) {
@@ -408,21 +425,7 @@ TEST_F(Worker, AgingServesALowJobBeforeTheNormalBacklogEnds) {
   job_options low;
   low.priority = spool::priority::low;
   jobs.push_back(p.submit("q", "t", "low", low));
-  std::mutex mu;
-  std::vector<std::string> order;
-  auto options = fast_worker("q", 1);
-  options.aging = 1ms;
-  worker w(url(), options);
-  w.handle("t", [&](const job_context&, std::string_view payload) {
-    std::lock_guard lock(mu);
-    order.emplace_back(payload);
-    return std::string();
-  });
-  w.start();
-  a.resume("q");
-  for (auto& j : jobs) j.result.get();
-  std::lock_guard lock(mu);
-  EXPECT_NE(order.back(), "low");
+  EXPECT_NE(resume_and_run(a, jobs, 1ms).back(), "low");
 }
 
 TEST_F(Worker, ClaimsNoMoreThanThePoolHasRoomFor) {

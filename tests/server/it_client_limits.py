@@ -55,24 +55,26 @@ def refused_from(port, source):
         return c.read_to_eof()
 
 
+def served_from(test, source):
+    """A connection from `source` on test's server that has been served (so surely counted),
+    or None when it was refused with 429 (its place not back yet)."""
+    c = conn_from(test.server.port, source)
+    r = get_on(c)
+    if r.status == 429:
+        c.close()
+        return None
+    test.assertEqual((r.status, r.body), (200, HELLO))
+    return c
+
+
 class ConnectionLimitTest(ServerTestCase):
     LIMIT = 20
     server_args = ("--max-connections-per-client", str(LIMIT), "--idle-timeout", "600",
                    "--header-timeout", "600")
 
-    def try_hold(self, source):
-        """hold(), or None when the connection is refused (its place not back yet)."""
-        c = conn_from(self.server.port, source)
-        r = get_on(c)
-        if r.status == 429:
-            c.close()
-            return None
-        self.assertEqual((r.status, r.body), (200, HELLO))
-        return c
-
     def hold(self, source):
         """A connection from `source` that has been served (so surely counted)."""
-        c = self.try_hold(source)
+        c = served_from(self, source)
         self.assertIsNotNone(c, "refused below the limit")
         return c
 
@@ -99,7 +101,7 @@ class ConnectionLimitTest(ServerTestCase):
                 c.close()
             del held[:5]
             for _ in range(5):
-                held.append(wait_until(lambda: self.try_hold("127.0.0.2"), 30,
+                held.append(wait_until(lambda: served_from(self, "127.0.0.2"), 30,
                                        "a place of a closed connection to come back"))
             self.assertEqual(refused_from(self.server.port, "127.0.0.2"), REFUSED_429)
         finally:
@@ -152,19 +154,11 @@ class KilledWorkerTest(ServerTestCase):
             os.kill(self.serving_worker(held.sock.getsockname()[1]), signal.SIGKILL)
             self.assertEqual(held.read_to_eof(), b"")
         # Reaped within the supervisor's 100 ms turn: the place is back.
-        c = wait_until(lambda: self.try_get("127.0.0.2"), 30, "the dead worker's count to return")
+        c = wait_until(lambda: served_from(self, "127.0.0.2"), 30,
+                       "the dead worker's count to return")
         c.close()
         self.assertIsNotNone(self.server.err.wait_for(lambda l: "killed by signal 9" in l,
                                                       30 * SCALE))
-
-    def try_get(self, source):
-        c = conn_from(self.server.port, source)
-        r = get_on(c)
-        if r.status == 429:
-            c.close()
-            return None
-        self.assertEqual((r.status, r.body), (200, HELLO))
-        return c
 
 
 class DualStackTest(SiteTestCase):

@@ -6,8 +6,8 @@ import threading
 import unittest
 
 from spoold_harness import (ConnectionClosed, Redis, Spoold, TempDir, entry_total, main,
-                            make_site, page_entries, raise_nofile_limit, require_redis, scaled,
-                            sqlite_store)
+                            make_site, page_entries, raise_nofile_limit, require_redis,
+                            run_in_threads, scaled, sqlite_store)
 
 
 class DurabilityTest(unittest.TestCase):
@@ -40,11 +40,7 @@ class DurabilityTest(unittest.TestCase):
                 else:
                     problems.append(resp)
 
-        ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        run_in_threads(worker, threads_n)
         self.assertEqual(problems, [])
         return acked
 

@@ -4,11 +4,10 @@ excess away with 503 while the admitted ones keep being served."""
 import errno
 import selectors
 import socket
-import threading
 import time
 
 from spoold_harness import (HELLO, SCALE, Conn, ConnectionClosed, ServerTestCase, build_request,
-                            main, raise_nofile_limit, scaled, wait_until)
+                            main, raise_nofile_limit, run_in_threads, scaled, wait_until)
 
 
 def open_many(port, n, deadline_s):
@@ -173,11 +172,7 @@ class ManyConnectionsTest(ServerTestCase):
                 errors.append((t, e))
 
         before = self.server.metrics()
-        ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        run_in_threads(worker, threads_n)
         self.assertEqual(errors, [])
         after = self.server.metrics()
         key = 'spoold_requests_total{code="200"}'

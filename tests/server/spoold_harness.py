@@ -614,6 +614,15 @@ def parse_prometheus(text):
     return out
 
 
+def run_in_threads(body, n):
+    """Calls body(0) .. body(n - 1), each on a thread of its own, and waits for them all."""
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def wait_until(predicate, timeout, what, interval=0.05):
     """Polls an external condition (another process's state) until true or a deadline (scaled
     by SCALE); AssertionError after it."""
@@ -847,11 +856,7 @@ class GuestbookChecks:
                 except (OSError, ConnectionClosed) as e:
                     errors.append(e)
 
-        ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        run_in_threads(worker, threads_n)
         self.assertEqual(errors, [])
         html = self.page()
         self.assertEqual(entry_total(html), before + threads_n * per_thread)

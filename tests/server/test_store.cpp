@@ -501,25 +501,44 @@ long connected_clients_eventually(spoold_test::redis_client& raw, long want) {
   return clients;
 }
 
+// Threads that each call visit(1) on the store `visits` times and then stay alive (and so keep
+// their connections) until release(), which joins them.
+class parked_visitors {
+ public:
+  parked_visitors(spoold::store::store& s, int threads, int visits) : used_(threads) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this, &s, visits] {
+        for (int v = 0; v < visits; ++v) s.visit(1);
+        used_.count_down();
+        finish_.wait();
+      });
+    }
+    used_.wait();
+  }
+  parked_visitors(const parked_visitors&) = delete;
+  parked_visitors& operator=(const parked_visitors&) = delete;
+  ~parked_visitors() { release(); }
+
+  void release() {
+    if (threads_.empty()) return;
+    finish_.count_down();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  std::latch used_;
+  std::latch finish_{1};
+  std::vector<std::thread> threads_;
+};
+
 TEST_F(RedisStore, AConnectionPerThreadClosedWhenTheThreadExits) {
   constexpr int threads = 4;
   spoold_test::redis_client raw(server_->port());
   auto s = open_store(server_->spec());
-  std::latch used(threads);
-  std::latch finish(1);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      s->visit(1);
-      s->visit(1);  // the same connection again
-      used.count_down();
-      finish.wait();
-    });
-  }
-  used.wait();
+  parked_visitors workers(*s, threads, 2);  // the second visit on the same connection again
   EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
-  finish.count_down();
-  for (std::thread& w : workers) w.join();
+  workers.release();
   EXPECT_EQ(connected_clients_eventually(raw, 1), 1);  // each exiting thread closed its own
   EXPECT_EQ(s->visit(1).visitor_count, static_cast<std::uint64_t>(2 * threads + 1));
 }
@@ -528,22 +547,11 @@ TEST_F(RedisStore, DestroyingTheStoreClosesEveryThreadsConnection) {
   constexpr int threads = 4;
   spoold_test::redis_client raw(server_->port());
   auto s = open_store(server_->spec());
-  std::latch used(threads);
-  std::latch finish(1);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      s->visit(1);
-      used.count_down();
-      finish.wait();  // alive while the store goes away
-    });
-  }
-  used.wait();
+  parked_visitors workers(*s, threads, 1);  // alive while the store goes away
   EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
   s.reset();
   EXPECT_EQ(connected_clients_eventually(raw, 1), 1);
-  finish.count_down();
-  for (std::thread& w : workers) w.join();
+  workers.release();
 }
 
 TEST_F(RedisStore, PingTellsUpFromDown) {

@@ -298,6 +298,23 @@ class state : public state_base {
     fail(std::move(e));
     complete(held::failure);
   }
+  // Calls store(), which stores the value (produce, produce_value), and completes with that
+  // value or with what store() threw (the claim, if any, is the caller's). Always inlined into
+  // the caller, whose code it is.
+  template <class Store>
+  [[gnu::always_inline]] void complete_from(Store&& store) noexcept {
+    std::exception_ptr failure;
+    try {
+      store();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (failure) {
+      complete_failure(std::move(failure));
+    } else {
+      complete(held::value);
+    }
+  }
 
  protected:
   // The whole run() of a task that computes fn() into this state (future_task, delayed_task):
@@ -334,6 +351,14 @@ class state : public state_base {
   void drop_unrun(F& fn, std::exception_ptr e) noexcept {
     if (try_claim()) complete_unrun(fn, std::move(e));
     release();
+  }
+  // A cancellation reached the task before it started (cancel_here): claims it, destroys fn
+  // and completes with task_cancelled. False if the task was claimed already.
+  template <class F>
+  bool cancel_unrun(F& fn) noexcept {
+    if (!try_claim()) return false;
+    complete_unrun(fn, std::make_exception_ptr(task_cancelled()));
+    return true;
   }
 
  private:
@@ -393,11 +418,7 @@ class future_task final : public state<R> {
   const char* name() const noexcept override { return name_.get(); }
 
  protected:
-  bool cancel_here(cancel_walk&) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
-    return true;
-  }
+  bool cancel_here(cancel_walk&) noexcept override { return this->cancel_unrun(fn_); }
 
  private:
   union {
@@ -421,17 +442,7 @@ class promise_state final : public unqueued_state<R> {
   template <class... A>
   bool set_value(A&&... args) noexcept {
     if (!this->try_claim()) return false;
-    std::exception_ptr failure;
-    try {
-      this->produce_value(std::forward<A>(args)...);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    if (failure) {
-      this->complete_failure(std::move(failure));
-    } else {
-      this->complete(state_base::held::value);
-    }
+    this->complete_from([&] { this->produce_value(std::forward<A>(args)...); });
     return true;
   }
   bool set_exception(std::exception_ptr e) noexcept {

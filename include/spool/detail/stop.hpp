@@ -71,11 +71,7 @@ class stoppable_future_task final : public state<R> {
   }
 
  protected:
-  bool cancel_here(cancel_walk&) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
-    return true;
-  }
+  bool cancel_here(cancel_walk&) noexcept override { return this->cancel_unrun(fn_); }
 
  private:
   struct on_stop {
@@ -103,18 +99,7 @@ class stoppable_post_task final : public task {
       delete this;
       return outcome::cancelled;
     }
-    std::exception_ptr failure;
-    try {
-      fn_();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    delete this;
-    if (failure) {
-      report_exception(owner, std::move(failure));
-      return outcome::failed;
-    }
-    return outcome::completed;
+    return run_posted(owner, this, fn_);
   }
   void cancel() noexcept override { delete this; }
   void destroy() noexcept override { delete this; }

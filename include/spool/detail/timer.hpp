@@ -189,8 +189,7 @@ class delayed_task final : public state<R>, public timer_node {
 
  protected:
   bool cancel_here(cancel_walk&) noexcept override {
-    if (!this->try_claim()) return false;
-    this->complete_unrun(fn_, std::make_exception_ptr(task_cancelled()));
+    if (!this->cancel_unrun(fn_)) return false;
     // Out of the heap: the task's reference is ours. Otherwise the timer thread or the pool
     // holds the task, and run() or cancel() will find it claimed and drop that reference.
     if (timer_remove(this->owner(), *this)) this->release();
