@@ -71,7 +71,7 @@ help:
 	@echo "  make install-test    tests/install/run.sh (cmake --install + consumers)"
 	@echo "  make cluster [NODES=3] [NETNS=1]  HAProxy on :8080 + spoold nodes + Redis/Sentinel"
 	@echo "  make cluster-status     what the fleet runs; cluster-rolling-restart; cluster-down"
-	@echo "  make format          clang-format sources (if clang-format is installed)"
+	@echo "  make format          clang-format every C/C++ file of the tree (if installed)"
 	@echo "  make clean           remove $(BUILD_ROOT)/"
 
 deps:
@@ -144,13 +144,17 @@ install-test: deps
 	SPOOL_INSTALL_BUILD_DIR="$(INSTALL_DIR)" tests/install/run.sh
 
 # ----------------------------------------------------------------------------
-FORMAT_FILES = $(shell find include src tests examples \
-  \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' \) -type f 2>/dev/null)
+# Every C/C++ file of the tree: the library, its tests and examples, the server, the queue, the
+# benchmarks. Build trees, the fleet's run folder and git's own are left out.
+SOURCE_FILES = $(shell find . \( -path ./.git -o -path './$(BUILD_ROOT)' -o -path ./build \
+  -o -path './build-*' -o -path ./out -o -path ./cluster/run -o -name .cache \) -prune -o \
+  -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' \) -print \
+  | sed 's|^\./||' | LC_ALL=C sort)
 
 format:
 	@if command -v clang-format >/dev/null 2>&1; then \
-	  echo "clang-format -i <$(words $(FORMAT_FILES)) files>"; \
-	  clang-format -i $(FORMAT_FILES); \
+	  echo "clang-format -i <$(words $(SOURCE_FILES)) files>"; \
+	  clang-format -i $(SOURCE_FILES); \
 	else \
 	  echo "format: clang-format is not installed; skipping (apt-get install clang-format)"; \
 	fi
