@@ -111,7 +111,7 @@ class stoppable_post_task final : public task {
     }
     delete this;
     if (failure) {
-      report_exception(owner, std::move(failure));
+      report_exception(owner, failure);
       return outcome::failed;
     }
     return outcome::completed;

@@ -94,7 +94,7 @@ enum class thrown_by : unsigned char {
 };
 
 // Reports an exception to the pool's handler (config::on_exception, else stderr).
-void report_exception(core& owner, std::exception_ptr e,
+void report_exception(core& owner, const std::exception_ptr& e,
                       thrown_by source = thrown_by::posted_task) noexcept;
 
 // A fire-and-forget task around a callable.
@@ -113,7 +113,7 @@ class post_task final : public task {
     }
     delete this;
     if (failure) {
-      report_exception(owner, std::move(failure));
+      report_exception(owner, failure);
       return outcome::failed;
     }
     return outcome::completed;
