@@ -101,8 +101,10 @@ void report_exception(core& owner, const std::exception_ptr& e,
 template <class F>
 class post_task final : public task {
  public:
+  // Never copied or moved (task's copy is deleted): G is always the callable.
   template <class G>
-  explicit post_task(G&& fn) : fn_(std::forward<G>(fn)) {}
+  explicit post_task(G&& fn)  // NOLINT(bugprone-forwarding-reference-overload)
+      : fn_(std::forward<G>(fn)) {}
 
   outcome run(core& owner) noexcept override {
     std::exception_ptr failure;
