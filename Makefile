@@ -2,9 +2,11 @@
 #
 #   make run    install deps, build (release), start spoold on http://127.0.0.1:8080/ $(ARGS)
 #   make demo   install deps, build (release), run build/release/examples/spool-demo $(ARGS)
-#   make test   install deps, then build + ctest in build/release (-Werror),
+#   make test   install deps, make lint, then build + ctest in build/release (-Werror),
 #               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
 #               finally the install/consumer test (tests/install/run.sh)
+#   make lint   clang-format --dry-run over every C/C++ file, clang-tidy (.clang-tidy) over the
+#               library, server and queue sources; fails on any deviation or finding
 #   make cluster                  a fleet in the background: HAProxy on http://127.0.0.1:8080/,
 #                                 NODES spoold nodes, Redis primary + 2 replicas, 3 Sentinels;
 #                                 NETNS=1: each part in a network namespace of its own (root)
@@ -12,7 +14,7 @@
 #
 # Other targets: deps build test-release tsan asan install-test format clean help
 # Knobs: ARGS="..." (for run), NODES=3 NETNS=1 (for cluster), CTEST_JOBS=2, TSAN_JOBS=2, ASAN_JOBS=2,
-#        WERROR=ON, CTEST_ARGS="-R pattern", SPOOL_SKIP_DEPS=1, BUILD_ROOT=build
+#        LINT_JOBS=<cores>, WERROR=ON, CTEST_ARGS="-R pattern", SPOOL_SKIP_DEPS=1, BUILD_ROOT=build
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -27,6 +29,7 @@ WERROR     ?= ON
 CTEST_JOBS ?= 2
 TSAN_JOBS  ?= 2
 ASAN_JOBS  ?= 2
+LINT_JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 ARGS       ?=
 NODES      ?= 3
@@ -55,14 +58,15 @@ banner = @printf '\n%s\n==> %s\n%s\n' \
 # $(call configure,dir,flags)
 configure = $(CMAKE) -S . -B $(1) -G "$(GENERATOR)" $(2)
 
-.PHONY: help deps run demo build test test-release tsan asan install-test format clean \
+.PHONY: help deps run demo build test test-release tsan asan install-test lint format clean \
         cluster cluster-down cluster-status cluster-rolling-restart
 
 help:
 	@echo "spool make targets:"
 	@echo "  make run [ARGS=...]  install deps, build release, start spoold (port 8080, demo site)"
 	@echo "  make demo [ARGS=...] install deps, build release, run examples/spool-demo"
-	@echo "  make test            install deps; release + tsan + asan ctest; install test"
+	@echo "  make test            install deps; lint; release + tsan + asan ctest; install test"
+	@echo "  make lint            clang-format check (all C/C++), clang-tidy (src server queue)"
 	@echo "  make deps            install missing Debian packages (scripts/install-deps.sh)"
 	@echo "  make build           configure + build $(RELEASE_DIR)"
 	@echo "  make test-release    build + ctest in $(RELEASE_DIR)"
@@ -71,7 +75,7 @@ help:
 	@echo "  make install-test    tests/install/run.sh (cmake --install + consumers)"
 	@echo "  make cluster [NODES=3] [NETNS=1]  HAProxy on :8080 + spoold nodes + Redis/Sentinel"
 	@echo "  make cluster-status     what the fleet runs; cluster-rolling-restart; cluster-down"
-	@echo "  make format          clang-format sources (if clang-format is installed)"
+	@echo "  make format          clang-format every C/C++ file of the tree (if installed)"
 	@echo "  make clean           remove $(BUILD_ROOT)/"
 
 deps:
@@ -118,8 +122,8 @@ cluster-rolling-restart:
 	$(FLEET) rolling-restart
 
 # ----------------------------------------------------------------------------
-test: deps test-release tsan asan install-test
-	$(call banner,ALL TESTS PASSED (release, tsan, asan, install))
+test: deps lint test-release tsan asan install-test
+	$(call banner,ALL TESTS PASSED (lint, release, tsan, asan, install))
 
 test-release: build
 	$(call banner,Test: release ($(RELEASE_DIR)))
@@ -144,13 +148,35 @@ install-test: deps
 	SPOOL_INSTALL_BUILD_DIR="$(INSTALL_DIR)" tests/install/run.sh
 
 # ----------------------------------------------------------------------------
-FORMAT_FILES = $(shell find include src tests examples \
-  \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' \) -type f 2>/dev/null)
+# Every C/C++ file of the tree: the library, its tests and examples, the server, the queue, the
+# benchmarks. Build trees, the fleet's run folder and git's own are left out.
+SOURCE_FILES = $(shell find . \( -path ./.git -o -path './$(BUILD_ROOT)' -o -path ./build \
+  -o -path './build-*' -o -path ./out -o -path ./cluster/run -o -name .cache \) -prune -o \
+  -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' \) -print \
+  | sed 's|^\./||' | LC_ALL=C sort)
+
+# The translation units clang-tidy checks: those of the library, the server and the queue in
+# $(RELEASE_DIR)'s compile_commands.json (their headers too, by .clang-tidy's HeaderFilterRegex).
+TIDY_DIRS := src server queue
+tidy_units = grep -o '"file": *"[^"]*"' $(RELEASE_DIR)/compile_commands.json \
+  | sed 's/^"file": *"//; s/"$$//' \
+  | grep -E '^$(CURDIR)/($(subst $(eval) ,|,$(TIDY_DIRS)))/' | LC_ALL=C sort -u
+
+lint: deps
+	$(call banner,Lint: clang-format over every C/C++ file ($(words $(SOURCE_FILES)) files))
+	@echo "clang-format --dry-run -Werror <$(words $(SOURCE_FILES)) files>"
+	@clang-format --dry-run -Werror $(SOURCE_FILES)
+	$(call banner,Lint: clang-tidy over $(TIDY_DIRS) ($(RELEASE_DIR)/compile_commands.json))
+	$(call configure,$(RELEASE_DIR),$(RELEASE_FLAGS)) >/dev/null
+	units="$$($(tidy_units))"; test -n "$$units"; \
+	  echo "clang-tidy: $$(wc -l <<<"$$units") translation units, $(LINT_JOBS) at a time"; \
+	  xargs -P $(LINT_JOBS) -n 1 clang-tidy -p $(RELEASE_DIR) --quiet <<<"$$units" 2>&1 \
+	  | { grep -Ev '^[0-9]+ warnings? generated\.$$' || true; }
 
 format:
 	@if command -v clang-format >/dev/null 2>&1; then \
-	  echo "clang-format -i <$(words $(FORMAT_FILES)) files>"; \
-	  clang-format -i $(FORMAT_FILES); \
+	  echo "clang-format -i <$(words $(SOURCE_FILES)) files>"; \
+	  clang-format -i $(SOURCE_FILES); \
 	else \
 	  echo "format: clang-format is not installed; skipping (apt-get install clang-format)"; \
 	fi

@@ -110,7 +110,8 @@ double seconds(F&& f) {
 
 int main(int argc, char** argv) {
   const options o = parse(argc, argv);
-  std::printf("spool-demo: recursive quicksort of %zu ints filled descending (a[i] = N - i)\n", o.n);
+  std::printf("spool-demo: recursive quicksort of %zu ints filled descending (a[i] = N - i)\n",
+              o.n);
 
   auto v = descending(o.n);
   double t_std = seconds([&] { std::sort(v.begin(), v.end()); });
@@ -122,9 +123,8 @@ int main(int argc, char** argv) {
 
   v = descending(o.n);
   spool::pool pool{spool::config{.threads = o.threads}};
-  double t_pool = seconds([&] {
-    pool.submit([&] { quicksort_pool(pool, v.data(), v.size(), o.cutoff); }).get();
-  });
+  double t_pool = seconds(
+      [&] { pool.submit([&] { quicksort_pool(pool, v.data(), v.size(), o.cutoff); }).get(); });
   ok = ok && std::is_sorted(v.begin(), v.end());
   const spool::stats s = pool.statistics();
 

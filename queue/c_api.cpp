@@ -203,24 +203,25 @@ int spool_queue_worker_create(const char* url, const char* queue, unsigned threa
   });
 }
 
-int spool_queue_worker_handle(spool_queue_worker* w, const char* task, spool_queue_handler fn,
+int spool_queue_worker_handle(spool_queue_worker* w, const char* task, spool_queue_handler handler,
                               void* arg) {
   if (w == nullptr) return null_argument("worker");
   if (task == nullptr) return null_argument("task");
-  if (fn == nullptr) return null_argument("handler");
+  if (handler == nullptr) return null_argument("handler");
   return guarded([&] {
-    w->cpp.handle(task, [fn, arg](const spool::queue::job_context& job, std::string_view payload) {
-      const std::string queue(job.queue), id(job.id), task_name(job.task), key(job.key);
-      const spool_queue_job c{queue.c_str(), id.c_str(),  task_name.c_str(),
-                              key.c_str(),   job.attempt, &job};
-      spool_queue_reply reply;
-      const int rc = fn(&c, payload.data(), payload.size(), &reply, arg);
-      if (rc != 0) {
-        throw std::runtime_error(reply.bytes.empty() ? "handler returned " + std::to_string(rc)
-                                                     : reply.bytes);
-      }
-      return std::move(reply.bytes);
-    });
+    w->cpp.handle(
+        task, [handler, arg](const spool::queue::job_context& job, std::string_view payload) {
+          const std::string queue(job.queue), id(job.id), task_name(job.task), key(job.key);
+          const spool_queue_job c{queue.c_str(), id.c_str(),  task_name.c_str(),
+                                  key.c_str(),   job.attempt, &job};
+          spool_queue_reply reply;
+          const int rc = handler(&c, payload.data(), payload.size(), &reply, arg);
+          if (rc != 0) {
+            throw std::runtime_error(reply.bytes.empty() ? "handler returned " + std::to_string(rc)
+                                                         : reply.bytes);
+          }
+          return std::move(reply.bytes);
+        });
     return ok();
   });
 }

@@ -51,6 +51,8 @@ PACKAGES=(
   chromium-driver  # WebDriver for those tests
   clang            # libFuzzer build of the request-parser fuzz target
   libclang-rt-dev  # that build's libFuzzer and ASan runtimes (a recommend of clang's, not pulled in)
+  clang-format     # make format, and make lint's formatting check
+  clang-tidy       # make lint's static checks (.clang-tidy)
   wrk              # spool-load-bench http: the load generator
   siege            # spool-load-bench siege: the paper's load generator
   nginx            # spool-load-bench http: the reference server

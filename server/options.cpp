@@ -223,8 +223,7 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
     if (!parse_unsigned(value, 100, n)) return bad();
     o.store_replicas = static_cast<unsigned>(n);
   } else if (name == "store-replicas-timeout") {
-    if (!parse_seconds(value, o.store_replicas_timeout) ||
-        o.store_replicas_timeout.count() == 0) {
+    if (!parse_seconds(value, o.store_replicas_timeout) || o.store_replicas_timeout.count() == 0) {
       return bad();
     }
   } else if (name == "max-body") {
@@ -254,14 +253,37 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
   return true;
 }
 
-constexpr std::string_view option_names[] = {
-    "port",         "bind",          "root",       "threads",         "loops",
-    "store",        "model",         "access-log", "max-connections", "header-timeout",
-    "idle-timeout", "write-timeout", "grace",      "max-body",        "workers",
-    "accept-lock",  "drain-delay",   "node-name",  "store-replicas",  "store-replicas-timeout",
-    "max-connections-per-client",    "rate-limit", "rate-burst",      "trust",
-    "proxy-protocol", "tls-cert",    "tls-key",    "tls-port",        "tls-only",
-    "queue-store", "trust-idle-timeout"};
+constexpr std::string_view option_names[] = {"port",
+                                             "bind",
+                                             "root",
+                                             "threads",
+                                             "loops",
+                                             "store",
+                                             "model",
+                                             "access-log",
+                                             "max-connections",
+                                             "header-timeout",
+                                             "idle-timeout",
+                                             "write-timeout",
+                                             "grace",
+                                             "max-body",
+                                             "workers",
+                                             "accept-lock",
+                                             "drain-delay",
+                                             "node-name",
+                                             "store-replicas",
+                                             "store-replicas-timeout",
+                                             "max-connections-per-client",
+                                             "rate-limit",
+                                             "rate-burst",
+                                             "trust",
+                                             "proxy-protocol",
+                                             "tls-cert",
+                                             "tls-key",
+                                             "tls-port",
+                                             "tls-only",
+                                             "queue-store",
+                                             "trust-idle-timeout"};
 
 std::string env_name(std::string_view option) {
   std::string env = "SPOOLD_";

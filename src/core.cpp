@@ -293,7 +293,7 @@ stats core::snapshot() const noexcept {
   return s;
 }
 
-void core::report_exception(std::exception_ptr e, thrown_by source) noexcept {
+void core::report_exception(const std::exception_ptr& e, thrown_by source) noexcept {
   if (cfg_.on_exception) {
     try {
       cfg_.on_exception(e);
@@ -328,8 +328,8 @@ void core::report_exception(std::exception_ptr e, thrown_by source) noexcept {
   }
 }
 
-void report_exception(core& owner, std::exception_ptr e, thrown_by source) noexcept {
-  owner.report_exception(std::move(e), source);
+void report_exception(core& owner, const std::exception_ptr& e, thrown_by source) noexcept {
+  owner.report_exception(e, source);
 }
 
 }  // namespace spool::detail

@@ -105,7 +105,8 @@ class core {
                                   bool* idle) noexcept;
   std::size_t thread_count() const noexcept { return threads_.live(); }
   bool is_own_worker() const noexcept { return own_worker() != nullptr; }
-  void report_exception(std::exception_ptr e, thrown_by source = thrown_by::posted_task) noexcept;
+  void report_exception(const std::exception_ptr& e,
+                        thrown_by source = thrown_by::posted_task) noexcept;
 
   // ---- Workers (worker/loop.cpp) ----
 

@@ -134,8 +134,9 @@ TEST(Coro, BadInput) {
 TEST(Coro, UnstartedTaskIsFreed) {
   std::atomic<int> released{0};
   {
-    auto t = [](spool_test::release_counter) -> spool::task<void> { co_return; }(
-        spool_test::release_counter(released));
+    auto t = [](spool_test::release_counter) -> spool::task<void> {
+      co_return;
+    }(spool_test::release_counter(released));
     (void)t;
   }
   EXPECT_EQ(released.load(), 1);
@@ -181,8 +182,8 @@ TEST(CoroStress, WaitingCoroutinesBlockNoWorker) {
   std::latch all_suspended(n);
   for (int i = 0; i < n; ++i) {
     promises.emplace_back(p);
-    done.push_back(spool::start(p, count_then_await(promises.back().get_future(), suspended,
-                                                    all_suspended)));
+    done.push_back(
+        spool::start(p, count_then_await(promises.back().get_future(), suspended, all_suspended)));
   }
   all_suspended.wait();
   EXPECT_EQ(suspended.load(), n);

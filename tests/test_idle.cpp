@@ -24,7 +24,7 @@ using spool::detail::core_testing;
 
 struct thread_info {
   char state = '?';
-  long switches = 0;  // voluntary + involuntary context switches
+  long switches = 0;   // voluntary + involuntary context switches
   long voluntary = 0;  // of which voluntary: the thread went to sleep
 };
 

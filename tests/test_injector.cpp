@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <latch>
 #include <thread>
-#include <deque>
 #include <vector>
 
 #include "queues/injector.hpp"
@@ -65,7 +65,8 @@ TEST(Injector, DiscardOldestHandsBackTheEvictedTask) {
   EXPECT_EQ(id_of(q.pop()), 3);
 }
 
-// The timeout path: nothing frees room, so the push reports timed_out and leaves the queue as it was.
+// The timeout path: nothing frees room, so the push reports timed_out and leaves the queue as it
+// was.
 TEST(Injector, BlockForTimesOut) {
   injector q(1, full_policy::block_for, std::chrono::milliseconds(5));
   tag a(1), b(2);

@@ -49,7 +49,8 @@ const char* level_name(priority p) {
 }
 
 // Submits L0 N0 H0 L1 N1 H1 ... while the only worker is held, then expects H*, N*, L*.
-void expect_levels_in_order(spool::pool& pool, std::function<void(priority, std::function<void()>)> submit) {
+void expect_levels_in_order(spool::pool& pool,
+                            std::function<void(priority, std::function<void()>)> submit) {
   std::latch started(1), release(1);
   spool_test::hold_workers(pool, started, release);
   order_log log;
@@ -68,12 +69,14 @@ void expect_levels_in_order(spool::pool& pool, std::function<void(priority, std:
 
 TEST(Priority, LevelsRunInOrderFifoWithinALevelUnbounded) {
   spool::pool pool{one_thread()};
-  expect_levels_in_order(pool, [&](priority p, std::function<void()> f) { pool.post(p, std::move(f)); });
+  expect_levels_in_order(pool,
+                         [&](priority p, std::function<void()> f) { pool.post(p, std::move(f)); });
 }
 
 TEST(Priority, LevelsRunInOrderFifoWithinALevelBounded) {
   spool::pool pool{one_thread(64)};
-  expect_levels_in_order(pool, [&](priority p, std::function<void()> f) { pool.post(p, std::move(f)); });
+  expect_levels_in_order(pool,
+                         [&](priority p, std::function<void()> f) { pool.post(p, std::move(f)); });
 }
 
 TEST(Priority, FuturesCarryPriorityToo) {
@@ -83,7 +86,8 @@ TEST(Priority, FuturesCarryPriorityToo) {
   std::atomic<int> clock{0};
   auto low = pool.submit(priority::low, [&] { return clock.fetch_add(1); });
   auto normal = pool.submit([&] { return clock.fetch_add(1); });
-  auto high = pool.submit(priority::high, [&](int x) { return clock.fetch_add(x); }, 1);
+  auto high = pool.submit(
+      priority::high, [&](int x) { return clock.fetch_add(x); }, 1);
   release.count_down();
   EXPECT_EQ(high.get(), 0);
   EXPECT_EQ(normal.get(), 1);
@@ -175,7 +179,8 @@ TEST(Priority, ShutdownDiscardDropsEveryLevel) {
   }
   std::thread stopper([&] { EXPECT_EQ(pool.shutdown(spool::shutdown_mode::discard), 12u); });
   // Each get() returns once the stopper has dropped that task; the held worker then goes.
-  for (auto& f : queued) EXPECT_EQ(spool_test::error_code_of([&] { f.get(); }), spool::errc::cancelled);
+  for (auto& f : queued)
+    EXPECT_EQ(spool_test::error_code_of([&] { f.get(); }), spool::errc::cancelled);
   release.count_down();
   stopper.join();
   EXPECT_EQ(ran.load(), 0);
@@ -194,35 +199,43 @@ TEST(Priority, CApi) {
     std::mutex mu;
     std::vector<int> order;
   } c;
-  ASSERT_EQ(spool_submit(pool,
-                         [](void* a) {
-                           auto* x = static_cast<ctx*>(a);
-                           x->started.count_down();
-                           x->release.wait();
-                         },
-                         &c),
+  ASSERT_EQ(spool_submit(
+                pool,
+                [](void* a) {
+                  auto* x = static_cast<ctx*>(a);
+                  x->started.count_down();
+                  x->release.wait();
+                },
+                &c),
             SPOOL_OK);
   c.started.wait();
   struct item {
     ctx* c;
     int level;
   };
-  item items[3] = {{&c, SPOOL_PRIORITY_LOW}, {&c, SPOOL_PRIORITY_NORMAL}, {&c, SPOOL_PRIORITY_HIGH}};
+  item items[3] = {
+      {&c, SPOOL_PRIORITY_LOW}, {&c, SPOOL_PRIORITY_NORMAL}, {&c, SPOOL_PRIORITY_HIGH}};
   for (item& it : items) {
-    ASSERT_EQ(spool_submit_priority(pool, it.level,
-                                    [](void* a) {
-                                      auto* i = static_cast<item*>(a);
-                                      std::lock_guard lock(i->c->mu);
-                                      i->c->order.push_back(i->level);
-                                    },
-                                    &it, nullptr),
+    ASSERT_EQ(spool_submit_priority(
+                  pool, it.level,
+                  [](void* a) {
+                    auto* i = static_cast<item*>(a);
+                    std::lock_guard lock(i->c->mu);
+                    i->c->order.push_back(i->level);
+                  },
+                  &it, nullptr),
               SPOOL_OK);
   }
-  EXPECT_EQ(spool_submit_priority(pool, 7, [](void*) {}, nullptr, nullptr), SPOOL_EINVAL);
-  EXPECT_EQ(spool_submit_priority(pool, -1, [](void*) {}, nullptr, nullptr), SPOOL_EINVAL);
+  EXPECT_EQ(spool_submit_priority(
+                pool, 7, [](void*) {}, nullptr, nullptr),
+            SPOOL_EINVAL);
+  EXPECT_EQ(spool_submit_priority(
+                pool, -1, [](void*) {}, nullptr, nullptr),
+            SPOOL_EINVAL);
   c.release.count_down();
   ASSERT_EQ(spool_wait_idle(pool), SPOOL_OK);
-  EXPECT_EQ(c.order, (std::vector<int>{SPOOL_PRIORITY_HIGH, SPOOL_PRIORITY_NORMAL, SPOOL_PRIORITY_LOW}));
+  EXPECT_EQ(c.order,
+            (std::vector<int>{SPOOL_PRIORITY_HIGH, SPOOL_PRIORITY_NORMAL, SPOOL_PRIORITY_LOW}));
   ASSERT_EQ(spool_destroy(pool), SPOOL_OK);
 }
 

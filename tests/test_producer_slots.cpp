@@ -44,7 +44,8 @@ TEST(ProducerSlots, MoreProducersThanSlotsLoseNothing) {
 TEST(ProducerSlots, OneThreadManyPools) {
   constexpr int pools = 9;
   std::vector<std::unique_ptr<spool::pool>> ps;
-  for (int i = 0; i < pools; ++i) ps.push_back(std::make_unique<spool::pool>(spool::config{.threads = 1}));
+  for (int i = 0; i < pools; ++i)
+    ps.push_back(std::make_unique<spool::pool>(spool::config{.threads = 1}));
   std::atomic<int> ran{0};
   for (int round = 0; round < 20; ++round) {
     for (auto& p : ps) p->post([&ran] { ran.fetch_add(1); });
@@ -65,7 +66,8 @@ TEST(ProducerSlots, OneProducerKeepsOrder) {
     for (int i = 0; i < 2000; ++i) pool.post([&order, i] { order.push_back(i); });
     pool.wait_idle();
     ASSERT_EQ(order.size(), 2000u);
-    for (int i = 0; i < 2000; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i) << "capacity " << capacity;
+    for (int i = 0; i < 2000; ++i)
+      ASSERT_EQ(order[static_cast<std::size_t>(i)], i) << "capacity " << capacity;
   }
 }
 

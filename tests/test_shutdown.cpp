@@ -250,8 +250,8 @@ TEST(Shutdown, TwiceIsFine) {
 TEST(FromInsideATask, BlockingCallsThrowWouldDeadlock) {
   spool::pool p{pool_config(2)};
   auto shutdown_code = p.submit([&p] { return error_code_of([&p] { p.shutdown(); }); });
-  auto discard_code = p.submit(
-      [&p] { return error_code_of([&p] { p.shutdown(spool::shutdown_mode::discard); }); });
+  auto discard_code =
+      p.submit([&p] { return error_code_of([&p] { p.shutdown(spool::shutdown_mode::discard); }); });
   auto wait_code = p.submit([&p] { return error_code_of([&p] { p.wait_idle(); }); });
   EXPECT_EQ(shutdown_code.get(), spool::errc::would_deadlock);
   EXPECT_EQ(discard_code.get(), spool::errc::would_deadlock);

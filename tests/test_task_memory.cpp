@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "memory/task_memory_testing.hpp"
 #include "spool/detail/task.hpp"
 #include "stress_scale.hpp"
-#include "memory/task_memory_testing.hpp"
 
 namespace {
 

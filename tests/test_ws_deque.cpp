@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
-#include <thread>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "queues/stolen_batch.hpp"
-#include "stress_scale.hpp"
 #include "queues/ws_deque.hpp"
+#include "stress_scale.hpp"
 
 namespace {
 
@@ -223,7 +223,8 @@ TEST(StolenBatch, RefillsRacingTakersHandOutEachEntryOnce) {
         take_one(last);
         continue;
       }
-      const int n = std::min<int>(per_round - next, 1 + next % static_cast<int>(stolen_batch::k_capacity));
+      const int n =
+          std::min<int>(per_round - next, 1 + next % static_cast<int>(stolen_batch::k_capacity));
       for (int i = 0; i < n; ++i) run[i] = tags[next + i];
       b.fill(&source, run, static_cast<std::uint32_t>(n));
       next += n;

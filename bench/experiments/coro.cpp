@@ -45,22 +45,21 @@ void run(const options& o, results& out) {
       check(size <= 45, "coro: --n above 45 would run for minutes");
       const int n = static_cast<int>(size);
       const std::int64_t expected = fib::serial(n);
-      const std::string variant =
-          "fib(" + std::to_string(n) + ") cutoff=" + std::to_string(cutoff);
+      const std::string variant = "fib(" + std::to_string(n) + ") cutoff=" + std::to_string(cutoff);
       std::vector<contender> cs;
       cs.push_back({variant, coro_name, {}, fresh_run<spool_peer>(threads, [=](spool_peer& p) {
                       return timed_ms(expected, coro_name, [&] {
                         return spool::start(p.native(), coro_fib(p.native(), n, cutoff)).get();
                       });
                     })});
-      cs.push_back({variant, "spool futures", {},
-                    fresh_run<spool_peer>(threads, [=](spool_peer& p) {
-                      return timed_ms(expected, "spool futures", [&] {
-                        spool::pool& pool = p.native();
-                        auto root = [&pool, n, cutoff] { return future_fib(pool, n, cutoff); };
-                        return pool.submit(root).get();
-                      });
-                    })});
+      cs.push_back(
+          {variant, "spool futures", {}, fresh_run<spool_peer>(threads, [=](spool_peer& p) {
+             return timed_ms(expected, "spool futures", [&] {
+               spool::pool& pool = p.native();
+               auto root = [&pool, n, cutoff] { return future_fib(pool, n, cutoff); };
+               return pool.submit(root).get();
+             });
+           })});
       append_peers(o, cs, [&]<class P>(std::type_identity<P>) {
         return fork_join_fib<P>(variant, threads, n, cutoff, expected);
       });

@@ -44,8 +44,8 @@ sample bulk(P& peer, std::uint64_t n) {
 
 constexpr std::string_view no_bulk = "no call that submits a batch: each task is one post";
 
-// The goals' ratios (BENCHMARKS.md, "empty"): spool's per-task and bulk rates against the fastest peer's
-// per-task rate, as notes on spool's two rows.
+// The goals' ratios (BENCHMARKS.md, "empty"): spool's per-task and bulk rates against the fastest
+// peer's per-task rate, as notes on spool's two rows.
 void note_goal_ratios(std::vector<row>& rows, const std::string& per_task,
                       const std::string& bulk_variant) {
   double best = 0;

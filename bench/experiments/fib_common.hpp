@@ -30,14 +30,14 @@ contender fork_join_fib(const std::string& variant, unsigned threads, int n, int
   if constexpr (!P::no_fork_join.empty()) {
     return not_available(variant, P::name, P::no_fork_join);
   } else {
-    return contender{variant, std::string(P::name), {}, fresh_run<P>(threads, [=](P& p) {
-                       return timed_ms(expected, P::name, [&] {
-                         std::int64_t result = 0;
-                         p.run_and_wait(
-                             [&] { p.post([&] { result = fib::fork_join(p, n, cutoff); }); });
-                         return result;
-                       });
-                     })};
+    return contender{
+        variant, std::string(P::name), {}, fresh_run<P>(threads, [=](P& p) {
+          return timed_ms(expected, P::name, [&] {
+            std::int64_t result = 0;
+            p.run_and_wait([&] { p.post([&] { result = fib::fork_join(p, n, cutoff); }); });
+            return result;
+          });
+        })};
   }
 }
 

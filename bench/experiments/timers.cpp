@@ -97,8 +97,8 @@ void run(const options& o, results& out) {
   const double spread_s = o.duration_s ? *o.duration_s : o.by_size(10.0, 2.0, 0.2);
   check(count >= 1, "timers: --tasks must be at least 1");
   check(spread_s > 0, "timers: --duration must be positive");
-  const auto spread = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(spread_s));
+  const auto spread =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(spread_s));
   const metric m{"lateness p99", "us", false};
   char variant[64];
   std::snprintf(variant, sizeof variant, "%s timers over %gs", count_label(count).c_str(),

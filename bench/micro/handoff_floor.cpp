@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "sync/cpu_relax.hpp"
 #include "sleep/futex.hpp"
+#include "sync/cpu_relax.hpp"
 
 namespace {
 

@@ -1,14 +1,13 @@
 // spool-post-burst: the submission path in isolation, for profiling and for comparing two
-// builds of the library (docs/decisions.md). Each repeat makes a fresh pool, posts N empty tasks from the main thread, waits for them, and
-// prints the rate with what getrusage says about that stretch: the process's CPU and context
-// switches, and the submitting thread's own (a submitter that is preempted or makes system
-// calls shows here).
-// Also how many tasks were still queued when the last post returned, and how long the wait
-// for them (the tail) took: a backlog means the workers, not the submitter, set the pace.
-// And, measured just before each repeat, what one cache line's round trip between the first
-// two CPUs the process may use costs: on a VM the host may move its virtual CPUs between
-// placements (BENCHMARKS.md, "The machine": about 60 or 330 ns, switching several times a
-// second), and every cross-CPU hand-off of the repeat pays that price.
+// builds of the library (docs/decisions.md). Each repeat makes a fresh pool, posts N empty tasks
+// from the main thread, waits for them, and prints the rate with what getrusage says about that
+// stretch: the process's CPU and context switches, and the submitting thread's own (a submitter
+// that is preempted or makes system calls shows here). Also how many tasks were still queued when
+// the last post returned, and how long the wait for them (the tail) took: a backlog means the
+// workers, not the submitter, set the pace. And, measured just before each repeat, what one cache
+// line's round trip between the first two CPUs the process may use costs: on a VM the host may move
+// its virtual CPUs between placements (BENCHMARKS.md, "The machine": about 60 or 330 ns, switching
+// several times a second), and every cross-CPU hand-off of the repeat pays that price.
 //
 //   spool-post-burst [THREADS [N [REPEATS [bulk]]]]     (defaults 2 1000000 10)
 #include <pthread.h>

@@ -138,8 +138,7 @@ void BM_deque_last_element(benchmark::State& state) {
   stop.store(true, std::memory_order_relaxed);
   thief.join();
   state.SetItemsProcessed(state.iterations());
-  state.counters["stolen"] =
-      static_cast<double>(stolen) / static_cast<double>(state.iterations());
+  state.counters["stolen"] = static_cast<double>(stolen) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_deque_last_element)->UseRealTime();
 

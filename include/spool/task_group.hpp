@@ -53,7 +53,7 @@ cancellation_token group_token(const group_state& g) noexcept;
 // The group's cancellation as a std::stop_token (made on first use).
 std::stop_token group_stop_token(group_state& g);
 // A task of g has ended: ran (completed, failed with `failure`) or skipped (cancelled).
-void group_task_finished(group_state& g, outcome how, std::exception_ptr failure) noexcept;
+void group_task_finished(group_state& g, outcome how, const std::exception_ptr& failure) noexcept;
 // The pool dropped a task of g unrun: g is cancelled, and the task counts as cancelled.
 void group_task_dropped(group_state& g) noexcept;
 // Counts t into g and hands it to the pool; a refusal undoes the count and frees t.
@@ -108,7 +108,7 @@ class group_task final : public task {
       }
     }
     delete this;
-    group_task_finished(g, how, std::move(failure));
+    group_task_finished(g, how, failure);
     return how;
   }
 

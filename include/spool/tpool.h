@@ -21,7 +21,8 @@
 extern "C" {
 #endif
 
-typedef struct _tpool tpool;
+/* The original tpool.h's tag, kept for code that names the struct. */
+typedef struct _tpool tpool; /* NOLINT(bugprone-reserved-identifier) */
 
 tpool* tpool_create(int thread_count, int buffer_size);
 int tpool_add(tpool* tp, void (*func)(void*), void* arg);

@@ -50,8 +50,8 @@ spool::priority parse_priority(std::string_view text) {
   throw usage_error("--priority " + std::string(text) + ": expected low, normal or high");
 }
 
-arguments::arguments(std::vector<std::string> words, std::vector<std::string> with_value,
-                     std::vector<std::string> flags) {
+arguments::arguments(std::vector<std::string> words, const std::vector<std::string>& with_value,
+                     const std::vector<std::string>& flags) {
   const auto has = [](const std::vector<std::string>& list, std::string_view w) {
     return std::find(list.begin(), list.end(), w) != list.end();
   };

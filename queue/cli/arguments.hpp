@@ -28,8 +28,8 @@ spool::priority parse_priority(std::string_view text);
 // in `flags` takes no value; every other one takes the next word (or --opt=value).
 class arguments {
  public:
-  arguments(std::vector<std::string> words, std::vector<std::string> with_value,
-            std::vector<std::string> flags);
+  arguments(std::vector<std::string> words, const std::vector<std::string>& with_value,
+            const std::vector<std::string>& flags);
   [[nodiscard]] const std::vector<std::string>& positional() const noexcept { return positional_; }
   [[nodiscard]] std::optional<std::string> value(std::string_view option) const;
   [[nodiscard]] bool flag(std::string_view option) const;

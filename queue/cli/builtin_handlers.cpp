@@ -84,7 +84,7 @@ class record_file {
 
 }  // namespace
 
-void register_builtin_handlers(spool::queue::worker& w, const std::string& path) {
+void register_builtin_handlers(spool::queue::worker& w, const std::string& record_path) {
   w.handle("echo",
            [](const job_context&, std::string_view payload) { return std::string(payload); });
   w.handle("sleep", sleep_for);
@@ -93,13 +93,13 @@ void register_builtin_handlers(spool::queue::worker& w, const std::string& path)
   });
   w.handle("sha256",
            [](const job_context&, std::string_view payload) { return sha256_hex(payload); });
-  if (path.empty()) {
+  if (record_path.empty()) {
     w.handle("record", [](const job_context&, std::string_view) -> std::string {
       throw std::runtime_error("record: this worker has no --record-file");
     });
     return;
   }
-  auto file = std::make_shared<const record_file>(path);
+  auto file = std::make_shared<const record_file>(record_path);
   w.handle("record", [file](const job_context& job, std::string_view payload) {
     return file->append(job, payload);
   });

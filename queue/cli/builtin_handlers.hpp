@@ -14,8 +14,8 @@
 
 namespace spool_queue_cli {
 
-// Registers the five on the worker. record_file "" leaves record failing each attempt with
+// Registers the five on the worker. record_path "" leaves record failing each attempt with
 // "no --record-file". Throws std::system_error if the record file cannot be opened.
-void register_builtin_handlers(spool::queue::worker& w, const std::string& record_file);
+void register_builtin_handlers(spool::queue::worker& w, const std::string& record_path);
 
 }  // namespace spool_queue_cli

@@ -117,11 +117,9 @@ handled app::guestbook(const http::request& r) {
   const http::header* type = r.find("Content-Type");
   guestbook_post post;
   guestbook_limits lim;
-  form_error err =
-      parse_guestbook_form(type ? type->value : std::string_view{}, r.body, lim, post);
+  form_error err = parse_guestbook_form(type ? type->value : std::string_view{}, r.body, lim, post);
   if (err != form_error::none) {
-    out.response = http::error_response(err == form_error::not_a_form ? 415 : 400,
-                                        describe(err));
+    out.response = http::error_response(err == form_error::not_a_form ? 415 : 400, describe(err));
     return out;
   }
   out.blocking = [&st = store_, &counters = metrics_, node = std::string_view(node_),
@@ -235,10 +233,9 @@ handled app::route(const http::request& r) {
     }
     if (path == "/healthz" || path == "/healthz/node") return healthz(head, path == "/healthz");
     const spool::stats pool_stats = pool_.statistics();
-    out.response = path == "/metrics"
-                       ? text(200, metrics_.prometheus(pool_stats),
-                              "text/plain; version=0.0.4; charset=utf-8")
-                       : text(200, metrics_.json(pool_stats), "application/json");
+    out.response = path == "/metrics" ? text(200, metrics_.prometheus(pool_stats),
+                                             "text/plain; version=0.0.4; charset=utf-8")
+                                      : text(200, metrics_.json(pool_stats), "application/json");
     out.response.head_only = head;
     return out;
   }

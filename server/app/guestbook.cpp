@@ -333,9 +333,10 @@ std::string render_store_down_page(std::string_view detail, const store_trouble&
           "so nothing was read or stored. Please try again in a few seconds.</p>\n";
       break;
     case store_trouble::kind::outcome_unknown:
-      out += "<p id=\"outcome\">Your entry <strong>may or may not have been stored</strong>: "
-             "it reached the store, but the confirmation that it is safely kept did not come "
-             "in time.</p>\n";
+      out +=
+          "<p id=\"outcome\">Your entry <strong>may or may not have been stored</strong>: "
+          "it reached the store, but the confirmation that it is safely kept did not come "
+          "in time.</p>\n";
       out += trouble.post_had_key
                  ? "<p>Sending the form again is safe: the guestbook recognises a post it "
                    "already has and will not store it twice.</p>\n"

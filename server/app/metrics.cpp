@@ -1,6 +1,5 @@
 #include "app/metrics.hpp"
 
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -161,8 +160,8 @@ void append_u64(std::string& out, std::uint64_t v) {
 
 // One metric family with a single sample: "# HELP", "# TYPE", "name{labels} value" (`labels`
 // is "" or a label set with its braces).
-void family(std::string& out, std::string_view name, std::string_view type,
-            std::string_view labels, std::string_view help, std::uint64_t value) {
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view labels,
+            std::string_view help, std::uint64_t value) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -236,9 +235,7 @@ void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::accept_exhausted() noexcept { bump(impl_->mine().accepts_exhausted); }
-void metrics::connection_refused_per_client() noexcept {
-  bump(impl_->mine().refused_per_client);
-}
+void metrics::connection_refused_per_client() noexcept { bump(impl_->mine().refused_per_client); }
 void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited); }
 void metrics::proxy_header_error() noexcept { bump(impl_->mine().proxy_header_errors); }
 void metrics::store_error() noexcept { bump(impl_->mine().store_errors); }
@@ -361,8 +358,9 @@ std::string metrics::prometheus(const spool::stats& pool) const {
          "Guestbook posts whose key was already stored (answered, not stored again).",
          snap.post_replays);
   const std::string node_label = impl_->node.empty() ? "" : ",node=\"" + impl_->node + '"';
-  out += "# HELP spoold_tls_handshakes_total TLS handshakes completed, full (resumed=\"0\") "
-         "or resuming a session (resumed=\"1\").\n";
+  out +=
+      "# HELP spoold_tls_handshakes_total TLS handshakes completed, full (resumed=\"0\") "
+      "or resuming a session (resumed=\"1\").\n";
   out += "# TYPE spoold_tls_handshakes_total counter\n";
   for (int resumed = 0; resumed <= 1; ++resumed) {
     out += "spoold_tls_handshakes_total{resumed=\"";

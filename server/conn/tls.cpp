@@ -227,6 +227,13 @@ void fork_child() {
 // writer (the process that reloads, on its signal-taking thread); readers copy under a sequence
 // count, odd while the bytes are being written (a seqlock). Bytes are atomics so that a copy
 // racing a write is defined; the sequence tells the reader to copy again.
+//
+// The orderings are read-modify-writes on the sequence, not fences (which ThreadSanitizer does
+// not model): the writer makes it odd with an acquire read-modify-write, and the reader checks
+// it after its copy with a release one that adds nothing. If the check comes first in the
+// sequence's modification order, the writer's increment reads from it, so the copy happens
+// before the writes and sees none of them; if it comes later, it reads a newer value than the
+// reader's first load, and the reader copies again.
 struct tls_context::shared_pem {
   static constexpr std::size_t capacity = 256 * 1024;
   std::atomic<std::uint64_t> sequence{0};
@@ -286,9 +293,8 @@ tls_context::~tls_context() {
 
 void tls_context::publish(const pem_pair& pem) {
   shared_pem& s = *shared_;
-  const std::uint64_t seq = s.sequence.load(std::memory_order_relaxed);
-  s.sequence.store(seq + 1, std::memory_order_relaxed);  // odd: being written
-  std::atomic_thread_fence(std::memory_order_release);
+  // Odd: being written.
+  const std::uint64_t seq = s.sequence.fetch_add(1, std::memory_order_acquire);
   copy_in(s.bytes, pem.cert);
   copy_in(s.bytes + pem.cert.size(), pem.key);
   s.cert_size.store(static_cast<std::uint32_t>(pem.cert.size()), std::memory_order_relaxed);
@@ -333,7 +339,7 @@ std::string tls_context::reload() {
 }
 
 void tls_context::catch_up() {
-  const shared_pem& s = *shared_;
+  shared_pem& s = *shared_;
   pem_pair pem{{}, {}, cert_file_, key_file_};
   std::uint64_t seq;
   for (;;) {
@@ -345,8 +351,7 @@ void tls_context::catch_up() {
       pem.cert = copy_out(s.bytes, cert_size);
       pem.key = copy_out(s.bytes + cert_size, key_size);
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.sequence.load(std::memory_order_relaxed) == seq) break;
+    if (s.sequence.fetch_add(0, std::memory_order_release) == seq) break;
   }
   SSL_CTX* fresh = nullptr;
   try {

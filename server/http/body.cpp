@@ -112,7 +112,8 @@ std::optional<parse_result> framing_line(std::string_view buf, std::size_t pos,
   }
   line = buf.substr(pos, line_end - pos);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (line.size() > max_framing_line) return parse_failure(400, "chunk-size or trailer line too long");
+  if (line.size() > max_framing_line)
+    return parse_failure(400, "chunk-size or trailer line too long");
   next = line_end + 1;
   return std::nullopt;
 }
@@ -176,8 +177,8 @@ parse_result read_chunked_body(std::string_view buffer, std::size_t head_end, co
   // The request as sent, head and framing included, fits the connection's buffer.
   const std::size_t limit_end = saturating_add(lim.max_head, lim.max_body);
   if (head_end >= limit_end) return parse_failure(413, "request too large");
-  parse_result r =
-      decode_chunked(buffer.substr(0, std::min(buffer.size(), limit_end)), head_end, limit_end, lim, out);
+  parse_result r = decode_chunked(buffer.substr(0, std::min(buffer.size(), limit_end)), head_end,
+                                  limit_end, lim, out);
   if (r.status == parse_status::incomplete) {
     if (buffer.size() > limit_end) return parse_failure(413, "request too large");
     r.needs_continue = out.expect_continue && buffer.size() == head_end;

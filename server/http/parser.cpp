@@ -129,7 +129,8 @@ std::optional<parse_result> parse_request_line(std::string_view buf, std::size_t
   // otherwise wait out the header timeout). Only the bytes within the line's limit are looked
   // at, so that a prefix past the limit (414) and the whole line agree.
   const std::size_t scan_end =
-      (nl == nullptr ? buf.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()));
+      (nl == nullptr ? buf.size()
+                     : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()));
   if (has_bare_cr(buf, after_method, std::min(scan_end, start + lim.max_request_line + 1))) {
     return fail(400, "bare CR in the request line");
   }
@@ -330,7 +331,8 @@ std::optional<parse_result> parse_headers(std::string_view buf, std::size_t star
   for (;;) {
     const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
     const std::size_t line_end =
-        nl == nullptr ? buf.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+        nl == nullptr ? buf.size()
+                      : static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
     // As in the request line: a bare CR is refused at once, looked for within the head's limit.
     if (has_bare_cr(buf, pos, std::min(line_end, start + lim.max_head))) {
       return fail(400, "bare CR in a header line");

@@ -14,8 +14,8 @@
 //   * CRLF or bare LF line ends; a bare CR is refused (400) as soon as the byte after it is in.
 //     Empty lines (16 bytes at most) before the request line.
 //   * "METHOD SP target SP HTTP/1.x", single spaces; HTTP/1.2 and later minor versions are
-//     taken as HTTP/1.1, other major versions refused (505). Methods are case-sensitive. The target is
-//     origin-form ("/p?q"), absolute-form ("http://host/p?q", its path is used) or "*" for
+//     taken as HTTP/1.1, other major versions refused (505). Methods are case-sensitive. The target
+//     is origin-form ("/p?q"), absolute-form ("http://host/p?q", its path is used) or "*" for
 //     OPTIONS; its bytes may not be control characters (raw UTF-8 is let through). The path is
 //     decoded and normalised as described in http/target.hpp.
 //   * Header lines "name: value" with a token name directly before the colon; the value may

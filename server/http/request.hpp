@@ -33,8 +33,8 @@ struct request {
   bool chunked = false;          // "Transfer-Encoding: chunked"; the body is decoded_body
   std::uint64_t content_length = 0;  // the body's length (decoded, for a chunked body)
   std::vector<header> headers;
-  std::string_view body;      // content_length bytes: in the parsed buffer, or decoded_body
-  std::string decoded_body;   // a chunked body without its framing
+  std::string_view body;     // content_length bytes: in the parsed buffer, or decoded_body
+  std::string decoded_body;  // a chunked body without its framing
 
   // The first header with this name, compared case-insensitively; nullptr when absent.
   [[nodiscard]] const header* find(std::string_view name) const noexcept;

@@ -11,9 +11,9 @@
 namespace spoold::http::syntax {
 
 enum : std::uint8_t {
-  token_char = 1,   // tchar (RFC 9110, 5.6.2): method, header-name and coding bytes
-  value_char = 2,   // field-value bytes: HTAB, SP, VCHAR, obs-text (no CTL, no DEL)
-  target_char = 4,  // request-target bytes: no CTL, SP or DEL (raw UTF-8 is let through)
+  token_char = 1,     // tchar (RFC 9110, 5.6.2): method, header-name and coding bytes
+  value_char = 2,     // field-value bytes: HTAB, SP, VCHAR, obs-text (no CTL, no DEL)
+  target_char = 4,    // request-target bytes: no CTL, SP or DEL (raw UTF-8 is let through)
   reg_name_char = 8,  // RFC 3986 reg-name bytes: unreserved and sub-delims ('%' apart)
 };
 

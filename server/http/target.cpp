@@ -57,7 +57,7 @@ target_status parse_target(std::string_view target, bool is_options, std::string
     return target_status::ok;
   }
   if (!percent_decode_append(raw_path, false, path)) return target_status::bad_escape;
-  if (std::memchr(path.data(), '\0', path.size()) != nullptr) return target_status::nul_byte;
+  if (path.find('\0') != std::string::npos) return target_status::nul_byte;
   if (!normalize_path(path)) return target_status::climbs_above_root;
   return target_status::ok;
 }

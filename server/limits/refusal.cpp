@@ -30,7 +30,8 @@ void refuse_connection(server_context& ctx, accepted&& a, refusal_reason why) no
     return;
   }
   if (ctx.refused != nullptr && ctx.refused->take(std::move(a), why)) return;
-  socket_transport socket(a.fd);  // closes it
+  // take() left the socket to `a` when it returned false.
+  socket_transport socket(a.fd);  // NOLINT(bugprone-use-after-move): closes it
   a.fd = -1;
   const std::string_view answer = refusal_response(why);
   (void)socket.write(answer.data(), answer.size(), false);

@@ -137,7 +137,7 @@ void handshake_stage::run() {
     fds.push_back({stop_.fd(), POLLIN, 0});
     auto wake = now + std::chrono::seconds(1);
     for (const auto& p : pending_) {
-      const short crossed = p->t ? p->t->crossed() : 0;
+      const short crossed = p->t ? p->t->crossed() : short{0};
       fds.push_back({p->fd(), crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
       wake = std::min(wake, p->deadline);
     }
@@ -152,7 +152,7 @@ void handshake_stage::run() {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < pending_.size(); ++i) {
       pending& p = *pending_[i];
-      const short revents = n > 0 ? fds[i + 2].revents : 0;
+      const short revents = n > 0 ? fds[i + 2].revents : short{0};
       bool stays = true;
       if (revents != 0) stays = progress(p, revents, now);
       if (stays && now >= p.deadline) {

@@ -75,7 +75,8 @@ class queue_model : public classic_model {
     });
     if (err) {
       release();
-      refuse_connection(ctx_, std::move(a));
+      // The refused task took the client slot with it; the socket is still ours.
+      refuse_connection(ctx_, std::move(a));  // NOLINT(bugprone-use-after-move)
     }
   }
 

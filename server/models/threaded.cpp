@@ -83,7 +83,7 @@ class threaded_model : public classic_model {
       std::fprintf(stderr, "spoold: cannot start a connection thread: %s\n", e.what());
       return false;
     }
-    a.fd = -1;
+    a.fd = -1;  // NOLINT(bugprone-use-after-move): the thread owns the socket now
     return true;
   }
 

@@ -14,7 +14,7 @@ constexpr std::string_view sqlite_prefix = "sqlite:";
 
 }  // namespace
 
-std::unique_ptr<store> open_store(std::string_view spec, const store_options& settings) {
+std::unique_ptr<store> open_store(std::string_view spec, const store_options& options) {
   if (spec.starts_with(sqlite_prefix)) {
     const std::string_view path = spec.substr(sqlite_prefix.size());
     if (path.empty()) malformed_store_spec(spec, "no file name after sqlite:");
@@ -22,16 +22,16 @@ std::unique_ptr<store> open_store(std::string_view spec, const store_options& se
     // database: the guestbook would differ from one request to the next.
     if (path == ":memory:")
       malformed_store_spec(spec, "an in-memory SQLite database cannot be shared");
-    if (settings.replicas > 0) {
+    if (options.replicas > 0) {
       throw std::invalid_argument("store spec \"" + std::string(spec) +
                                   "\": replicas can only be asked of a Redis store");
     }
     return open_sqlite_store(std::string(path));
   }
-  redis_options options = parse_redis_spec(spec);
-  options.replicas = settings.replicas;
-  options.replica_timeout = settings.replica_timeout;
-  return open_redis_store(options);
+  redis_options redis = parse_redis_spec(spec);
+  redis.replicas = options.replicas;
+  redis.replica_timeout = options.replica_timeout;
+  return open_redis_store(redis);
 }
 
 }  // namespace spoold::store

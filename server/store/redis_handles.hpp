@@ -76,8 +76,8 @@ inline bool append_command(redisContext& c, std::initializer_list<std::string_vi
     argv.push_back(a.data());
     lengths.push_back(a.size());
   }
-  return redisAppendCommandArgv(&c, static_cast<int>(argv.size()), argv.data(),
-                                lengths.data()) == REDIS_OK;
+  return redisAppendCommandArgv(&c, static_cast<int>(argv.size()), argv.data(), lengths.data()) ==
+         REDIS_OK;
 }
 
 // The next reply, sending what is queued first; nullptr (the context's errstr says why) when

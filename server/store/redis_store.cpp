@@ -123,7 +123,7 @@ struct demoted {
 // One thread's connection (absent while down) and its backoff state.
 struct redis_slot final : thread_connection {
   context_handle context;
-  redis_endpoint at;  // where `context` is connected
+  redis_endpoint at;        // where `context` is connected
   context_handle replica;   // for reads while no primary can be reached (see visit())
   milliseconds backoff{0};  // 0: the last attempt succeeded
   steady::time_point retry_at{};
@@ -174,8 +174,8 @@ class redis_store final : public store {
   added add_entry(const entry& e, std::string_view post_key) override {
     const std::string element = e.name + "\n" + e.remarks;
     return on_primary([&](redis_slot& s, redisContext& c) {
-      append(s, c, {"EVAL", add_script, "3", remarks_key, post_keys_key, replays_key, element,
-                    post_key});
+      append(s, c,
+             {"EVAL", add_script, "3", remarks_key, post_keys_key, replays_key, element, post_key});
       if (options_.replicas > 0) append(s, c, {"WAIT", replicas_text_, replica_timeout_text_});
       // A connection the server has closed (it restarted, or dropped its clients in a
       // failover) would take the command and answer nothing: then it surely stored nothing.
@@ -197,10 +197,9 @@ class redis_store final : public store {
         fail(s, "WAIT: " + describe_reply(*wait), failure::outcome_unknown);
       }
       if (wait->integer < static_cast<long long>(options_.replicas)) {
-        throw outcome_unknown(name_ + ": the entry reached the primary " + s.at.text() +
-                              ", but " + std::to_string(wait->integer) + " of " +
-                              replicas_text_ + " replicas confirmed it within " +
-                              replica_timeout_text_ + " ms");
+        throw outcome_unknown(name_ + ": the entry reached the primary " + s.at.text() + ", but " +
+                              std::to_string(wait->integer) + " of " + replicas_text_ +
+                              " replicas confirmed it within " + replica_timeout_text_ + " ms");
       }
       return result;
     });

@@ -140,7 +140,7 @@ redis_endpoint sentinel_client::primary() const {
   return ask_each<redis_endpoint>(
       {"SENTINEL", "get-master-addr-by-name", master_},
       [this](const redisReply& r, std::string& why) {
-        const std::optional<redis_endpoint> found = address_from(r);
+        std::optional<redis_endpoint> found = address_from(r);
         if (!found) {
           why = r.type == REDIS_REPLY_NIL ? "knows no master '" + master_ + "'" : describe_reply(r);
         }

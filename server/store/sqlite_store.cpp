@@ -114,8 +114,9 @@ stmt_handle prepare(sqlite3* db, const char* sql) {
 // A file made before post keys existed has entries without the column: add it (NULL for the
 // old rows, which therefore never conflict).
 void add_post_key_column(sqlite3* db) {
-  stmt_handle has = prepare(db, "SELECT count(*) FROM pragma_table_info('entries') "
-                                "WHERE name = 'post_key'");
+  stmt_handle has = prepare(db,
+                            "SELECT count(*) FROM pragma_table_info('entries') "
+                            "WHERE name = 'post_key'");
   if (sqlite3_step(has.get()) != SQLITE_ROW) fail(db, "reading the entries table's columns");
   if (sqlite3_column_int(has.get(), 0) == 0) {
     exec(db, "ALTER TABLE entries ADD COLUMN post_key TEXT");

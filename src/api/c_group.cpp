@@ -201,7 +201,7 @@ int spool_group_on_finished(spool_group* group, void (*cb)(int status, void* arg
     if (cb == nullptr) {
       group->group.on_finished(nullptr);
     } else {
-      group->group.on_finished([cb, arg](spool::group_status how, std::exception_ptr) {
+      group->group.on_finished([cb, arg](spool::group_status how, const std::exception_ptr&) {
         cb(spool::detail::status_to_c(how), arg);
       });
     }

@@ -41,7 +41,10 @@ namespace spool::detail {
 namespace {
 
 // The closed marker: no continuation lives at address 1.
-continuation* closed_list() noexcept { return reinterpret_cast<continuation*>(std::uintptr_t{1}); }
+continuation* closed_list() noexcept {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): a marker compared, never dereferenced
+  return reinterpret_cast<continuation*>(std::uintptr_t{1});
+}
 
 bool on_worker_of(const core* c) noexcept {
   const worker* w = current_worker();
@@ -149,8 +152,9 @@ void state_base::complete(held how) noexcept {
   if ((old & k_waited_outside) != 0) futex_wake(status_, INT_MAX);
   if ((old & k_waited_worker) != 0) {
     // A worker of the pool waits, or waited and gave up (wait_until): the pool may be gone
-    // only in that second case, and then nobody sleeps in its parker.
-    if (on_worker_of(owner_)) {
+    // only in that second case, and then nobody sleeps in its parker. The two branches do the
+    // same, but only the second holds a pin while it does.
+    if (on_worker_of(owner_)) {  // NOLINT(bugprone-branch-clone)
       owner_->sleepers().notify_all();
     } else if (pin held(owner()); held) {
       owner_->sleepers().notify_all();

@@ -10,6 +10,7 @@
 
 namespace spool {
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the public signature; one copy per pool
 pool::pool(config cfg) : core_(detail::create_core(cfg)), stamp_(core_->ref().stamp) {
   core_->set_face(this);
 }

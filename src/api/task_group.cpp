@@ -204,7 +204,7 @@ class group_state : public std::enable_shared_from_this<group_state> {
       }
     }
     if (unreported != nullptr) {
-      owner_.report_exception(std::move(unreported), thrown_by::unwaited_group);
+      owner_.report_exception(unreported, thrown_by::unwaited_group);
     }
   }
 
@@ -358,7 +358,7 @@ cancellation_token group_token(const group_state& g) noexcept {
 
 std::stop_token group_stop_token(group_state& g) { return g.stop_token(); }
 
-void group_task_finished(group_state& g, outcome how, std::exception_ptr failure) noexcept {
+void group_task_finished(group_state& g, outcome how, const std::exception_ptr& failure) noexcept {
   // Counted before the unit goes, so the counts are settled when a waiter sees the drain.
   switch (how) {
     case outcome::completed:

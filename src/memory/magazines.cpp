@@ -69,7 +69,8 @@ depot* depots[k_classes];
 depot& depot::of(std::size_t size_class) noexcept {
   // Built once, all classes together, and never destroyed (see the invariants).
   static const bool built = [] {
-    for (auto& d : depots) d = new depot;
+    // Once per process; out of memory this early ends it (noexcept).
+    for (auto& d : depots) d = new depot;  // NOLINT(bugprone-unhandled-exception-at-new)
     pthread_atfork(&lock_all, &unlock_all, &unlock_all);
     return true;
   }();

@@ -20,7 +20,8 @@ namespace {
 class ring_pool {
  public:
   static ring_pool& get() noexcept {
-    static ring_pool* const pool = new ring_pool;  // never destroyed, like the depots
+    // Never destroyed, like the depots; out of memory at the first use ends the process.
+    static ring_pool* const pool = new ring_pool;  // NOLINT(bugprone-unhandled-exception-at-new)
     return *pool;
   }
 

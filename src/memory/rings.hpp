@@ -152,11 +152,11 @@ class ring_cursor {
     return nullptr;
   }
 
-  char* ring_ = nullptr;     // this thread's ring of the class, if it has one
-  std::uint32_t pos_ = 0;    // the ring's next block
-  std::uint32_t rest_ = 0;   // calls left before the ring is tried again
-  std::int64_t net_ = 0;     // blocks allocated minus freed here, counted until a ring
-  bool refused_ = false;     // none was left: do not ask again
+  char* ring_ = nullptr;    // this thread's ring of the class, if it has one
+  std::uint32_t pos_ = 0;   // the ring's next block
+  std::uint32_t rest_ = 0;  // calls left before the ring is tried again
+  std::int64_t net_ = 0;    // blocks allocated minus freed here, counted until a ring
+  bool refused_ = false;    // none was left: do not ask again
 };
 
 }  // namespace spool::detail::memory

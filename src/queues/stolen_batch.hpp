@@ -23,8 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "spool/detail/task.hpp"
 #include "queues/ws_deque.hpp"
+#include "spool/detail/task.hpp"
 
 namespace spool::detail {
 

@@ -18,14 +18,14 @@ static int failures = 0;
     }                                                                          \
   } while (0)
 
-#define CHECK_EQ(actual, expected)                                                 \
-  do {                                                                             \
-    long long a_ = (long long)(actual), e_ = (long long)(expected);                \
-    if (a_ != e_) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s == %s (got %lld, expected %lld)\n", \
-              __FILE__, __LINE__, #actual, #expected, a_, e_);                     \
-      ++failures;                                                                  \
-    }                                                                              \
+#define CHECK_EQ(actual, expected)                                                           \
+  do {                                                                                       \
+    long long a_ = (long long)(actual), e_ = (long long)(expected);                          \
+    if (a_ != e_) {                                                                          \
+      fprintf(stderr, "%s:%d: check failed: %s == %s (got %lld, expected %lld)\n", __FILE__, \
+              __LINE__, #actual, #expected, a_, e_);                                         \
+      ++failures;                                                                            \
+    }                                                                                        \
   } while (0)
 
 static void check_on_alarm(int sig) {
@@ -42,7 +42,7 @@ static void check_watchdog(unsigned seconds) {
   alarm(seconds);
 }
 
-static int check_report(const char *program) {
+static int check_report(const char* program) {
   if (failures != 0) {
     fprintf(stderr, "%s: %d check(s) failed\n", program, failures);
     return 1;

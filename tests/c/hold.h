@@ -16,21 +16,21 @@ typedef struct {
   int released;
 } hold_t;
 
-static inline void hold_init(hold_t *h) {
+static inline void hold_init(hold_t* h) {
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   h->started = 0;
   h->released = 0;
 }
 
-static inline void hold_destroy(hold_t *h) {
+static inline void hold_destroy(hold_t* h) {
   pthread_cond_destroy(&h->cv);
   pthread_mutex_destroy(&h->mu);
 }
 
 /* A task that announces it started, then waits until the hold is released. */
-static inline void hold_task(void *arg) {
-  hold_t *h = arg;
+static inline void hold_task(void* arg) {
+  hold_t* h = arg;
   pthread_mutex_lock(&h->mu);
   ++h->started;
   pthread_cond_broadcast(&h->cv);
@@ -38,7 +38,7 @@ static inline void hold_task(void *arg) {
   pthread_mutex_unlock(&h->mu);
 }
 
-static inline void hold_wait_started(hold_t *h, int n) {
+static inline void hold_wait_started(hold_t* h, int n) {
   pthread_mutex_lock(&h->mu);
   while (h->started < n) pthread_cond_wait(&h->cv, &h->mu);
   pthread_mutex_unlock(&h->mu);
@@ -56,7 +56,7 @@ static inline int hold_worker(spool_pool* pool, hold_t* h) {
   return rc;
 }
 
-static inline void hold_release(hold_t *h) {
+static inline void hold_release(hold_t* h) {
   pthread_mutex_lock(&h->mu);
   h->released = 1;
   pthread_cond_broadcast(&h->cv);
@@ -64,14 +64,14 @@ static inline void hold_release(hold_t *h) {
 }
 
 typedef struct {
-  spool_pool *pool;
+  spool_pool* pool;
   size_t dropped;
   int rc;
 } shutdown_arg;
 
 /* pthread body: spool_shutdown(pool, DISCARD) into the shutdown_arg. */
-static inline void *shutdown_discard_thread(void *arg) {
-  shutdown_arg *a = (shutdown_arg *)arg;
+static inline void* shutdown_discard_thread(void* arg) {
+  shutdown_arg* a = (shutdown_arg*)arg;
   a->rc = spool_shutdown(a->pool, SPOOL_SHUTDOWN_DISCARD, &a->dropped);
   return NULL;
 }

@@ -27,41 +27,41 @@ typedef struct {
   pthread_t cancelled_on;
 } tally_t;
 
-static void tally_init(tally_t *t) {
+static void tally_init(tally_t* t) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
 }
 
-static void tally_destroy(tally_t *t) {
+static void tally_destroy(tally_t* t) {
   pthread_cond_destroy(&t->cv);
   pthread_mutex_destroy(&t->mu);
 }
 
-static int tally_ran(tally_t *t) {
+static int tally_ran(tally_t* t) {
   pthread_mutex_lock(&t->mu);
   int n = t->ran;
   pthread_mutex_unlock(&t->mu);
   return n;
 }
 
-static int tally_cancelled(tally_t *t) {
+static int tally_cancelled(tally_t* t) {
   pthread_mutex_lock(&t->mu);
   int n = t->cancelled;
   pthread_mutex_unlock(&t->mu);
   return n;
 }
 
-static void count_run(void *arg) {
-  tally_t *t = arg;
+static void count_run(void* arg) {
+  tally_t* t = arg;
   pthread_mutex_lock(&t->mu);
   ++t->ran;
   pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
 }
 
-static void count_cancel(void *arg) {
-  tally_t *t = arg;
+static void count_cancel(void* arg) {
+  tally_t* t = arg;
   pthread_mutex_lock(&t->mu);
   ++t->cancelled;
   t->cancelled_on = pthread_self();
@@ -71,7 +71,7 @@ static void count_cancel(void *arg) {
 
 /* Waits up to `seconds` for `n` cancellations; returns whether they all came. The bound only
  * turns a missing cancellation into a failed check instead of a hang. */
-static int tally_wait_cancelled(tally_t *t, int n, int seconds) {
+static int tally_wait_cancelled(tally_t* t, int n, int seconds) {
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += seconds;
@@ -84,26 +84,26 @@ static int tally_wait_cancelled(tally_t *t, int n, int seconds) {
 }
 
 typedef struct {
-  tally_t *tally;
+  tally_t* tally;
   long value;
 } add_arg;
 
-static void add_value(void *arg) {
-  add_arg *a = arg;
+static void add_value(void* arg) {
+  add_arg* a = arg;
   pthread_mutex_lock(&a->tally->mu);
   a->tally->sum += a->value;
   ++a->tally->ran;
   pthread_mutex_unlock(&a->tally->mu);
 }
 
-static spool_pool *make_pool(unsigned threads, size_t capacity, spool_full_policy on_full) {
+static spool_pool* make_pool(unsigned threads, size_t capacity, spool_full_policy on_full) {
   spool_config cfg;
   spool_config_init(&cfg);
   cfg.threads = threads;
   cfg.queue_capacity = capacity;
   cfg.on_full = on_full;
   cfg.block_timeout_ms = 20;
-  spool_pool *pool = NULL;
+  spool_pool* pool = NULL;
   int rc = spool_create(&cfg, &pool);
   CHECK_EQ(rc, SPOOL_OK);
   if (rc != SPOOL_OK || pool == NULL) {
@@ -149,7 +149,7 @@ static void test_error_codes_and_strings(void) {
   CHECK_EQ(SPOOL_ECANCELED, 6);
   CHECK_EQ(SPOOL_ENOMEM, 7);
   CHECK_EQ(SPOOL_ESYSTEM, 8);
-  const char *text[9];
+  const char* text[9];
   for (int code = 0; code <= 8; ++code) {
     text[code] = spool_strerror(code);
     CHECK(text[code] != NULL);
@@ -159,7 +159,7 @@ static void test_error_codes_and_strings(void) {
   }
   const int unknown[] = {9, -1, 1000};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; ++i) {
-    const char *s = spool_strerror(unknown[i]);
+    const char* s = spool_strerror(unknown[i]);
     CHECK(s != NULL);
     if (s == NULL) continue;
     CHECK(strlen(s) > 0);
@@ -169,7 +169,7 @@ static void test_error_codes_and_strings(void) {
 
 /* A NULL cfg means the defaults; 1000 submissions add up to 500500 after spool_wait_idle. */
 static void test_create_default_and_sum(void) {
-  spool_pool *pool = NULL;
+  spool_pool* pool = NULL;
   CHECK_EQ(spool_create(NULL, &pool), SPOOL_OK);
   CHECK(pool != NULL);
   if (pool == NULL) return;
@@ -199,12 +199,12 @@ static void test_create_default_and_sum(void) {
 }
 
 typedef struct {
-  hold_t *hold;
+  hold_t* hold;
   int index;
 } index_arg;
 
-static void record_index_and_hold(void *arg) {
-  index_arg *a = arg;
+static void record_index_and_hold(void* arg) {
+  index_arg* a = arg;
   a->index = spool_worker_index();
   hold_task(a->hold);
 }
@@ -212,7 +212,7 @@ static void record_index_and_hold(void *arg) {
 /* A configured pool has that many workers, indexed 0..n-1; outside a pool the index is -1. */
 static void test_create_with_config(void) {
   CHECK_EQ(spool_worker_index(), -1);
-  spool_pool *pool = make_pool(3, 0, SPOOL_FULL_BLOCK);
+  spool_pool* pool = make_pool(3, 0, SPOOL_FULL_BLOCK);
   hold_t hold;
   hold_init(&hold);
   index_arg args[3];
@@ -248,7 +248,7 @@ static void test_invalid_arguments(void) {
   spool_config_init(&cfg);
   CHECK_EQ(spool_create(&cfg, NULL), SPOOL_EINVAL);
 
-  spool_pool *pool = make_pool(1, 0, SPOOL_FULL_BLOCK);
+  spool_pool* pool = make_pool(1, 0, SPOOL_FULL_BLOCK);
   CHECK_EQ(spool_submit(NULL, count_run, &tally), SPOOL_EINVAL);
   CHECK_EQ(spool_submit(pool, NULL, &tally), SPOOL_EINVAL);
   CHECK_EQ(spool_submit_ex(NULL, count_run, &tally, count_cancel), SPOOL_EINVAL);
@@ -421,12 +421,12 @@ static void test_shutdown_discard_calls_on_cancel(void) {
 }
 
 typedef struct {
-  spool_pool *pool;
+  spool_pool* pool;
   int wait_rc, shutdown_rc, destroy_rc;
 } inside_arg;
 
-static void blocking_calls_inside(void *arg) {
-  inside_arg *a = arg;
+static void blocking_calls_inside(void* arg) {
+  inside_arg* a = arg;
   a->wait_rc = spool_wait_idle(a->pool);
   a->shutdown_rc = spool_shutdown(a->pool, SPOOL_SHUTDOWN_DRAIN, NULL);
   a->destroy_rc = spool_destroy(a->pool);
@@ -434,7 +434,7 @@ static void blocking_calls_inside(void *arg) {
 
 /* From inside a task, the blocking calls return SPOOL_EDEADLK and free nothing. */
 static void test_blocking_calls_from_a_task(void) {
-  spool_pool *pool = make_pool(2, 0, SPOOL_FULL_BLOCK);
+  spool_pool* pool = make_pool(2, 0, SPOOL_FULL_BLOCK);
   inside_arg arg = {pool, -1, -1, -1};
   CHECK_EQ(spool_submit(pool, blocking_calls_inside, &arg), SPOOL_OK);
   CHECK_EQ(spool_wait_idle(pool), SPOOL_OK);
@@ -452,14 +452,14 @@ static void test_blocking_calls_from_a_task(void) {
 }
 
 typedef struct {
-  spool_pool *pool;
-  hold_t *queue_full; /* released by main once the bounded queue is full */
-  tally_t *children;
+  spool_pool* pool;
+  hold_t* queue_full; /* released by main once the bounded queue is full */
+  tally_t* children;
   int refusals;
 } spawner_arg;
 
-static void spawn_children(void *arg) {
-  spawner_arg *a = arg;
+static void spawn_children(void* arg) {
+  spawner_arg* a = arg;
   hold_task(a->queue_full);
   for (int i = 0; i < 500; ++i) {
     if (spool_submit(a->pool, count_run, a->children) != SPOOL_OK) ++a->refusals;
@@ -474,7 +474,7 @@ static void test_worker_submissions_ignore_the_bound(void) {
   tally_t children, filler;
   tally_init(&children);
   tally_init(&filler);
-  spool_pool *pool = make_pool(1, 1, SPOOL_FULL_REJECT);
+  spool_pool* pool = make_pool(1, 1, SPOOL_FULL_REJECT);
   spawner_arg arg = {pool, &queue_full, &children, 0};
   CHECK_EQ(spool_submit(pool, spawn_children, &arg), SPOOL_OK);
   hold_wait_started(&queue_full, 1);
@@ -498,7 +498,7 @@ static void test_bad_policy_value(void) {
   spool_config cfg;
   spool_config_init(&cfg);
   static char sentinel;
-  spool_pool *bad = (spool_pool *)&sentinel; /* must be overwritten with NULL */
+  spool_pool* bad = (spool_pool*)&sentinel; /* must be overwritten with NULL */
   cfg.on_full = (spool_full_policy)99;
   CHECK_EQ(spool_create(&cfg, &bad), SPOOL_EINVAL);
   CHECK(bad == NULL);

@@ -24,48 +24,48 @@ typedef struct {
   int last_status;
 } tally_t;
 
-static void tally_init(tally_t *t) {
+static void tally_init(tally_t* t) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
   t->last_status = -1;
 }
 
-static void tally_destroy(tally_t *t) { pthread_mutex_destroy(&t->mu); }
+static void tally_destroy(tally_t* t) { pthread_mutex_destroy(&t->mu); }
 
-static int tally_get(tally_t *t, const int *field) {
+static int tally_get(tally_t* t, const int* field) {
   pthread_mutex_lock(&t->mu);
   int n = *field;
   pthread_mutex_unlock(&t->mu);
   return n;
 }
 
-static void count_run(void *arg) {
-  tally_t *t = arg;
+static void count_run(void* arg) {
+  tally_t* t = arg;
   pthread_mutex_lock(&t->mu);
   ++t->ran;
   pthread_mutex_unlock(&t->mu);
 }
 
-static void count_cancel(void *arg) {
-  tally_t *t = arg;
+static void count_cancel(void* arg) {
+  tally_t* t = arg;
   pthread_mutex_lock(&t->mu);
   ++t->cancelled;
   pthread_mutex_unlock(&t->mu);
 }
 
-static void count_drain(int status, void *arg) {
-  tally_t *t = arg;
+static void count_drain(int status, void* arg) {
+  tally_t* t = arg;
   pthread_mutex_lock(&t->mu);
   ++t->drains;
   t->last_status = status;
   pthread_mutex_unlock(&t->mu);
 }
 
-static spool_pool *make_pool(unsigned threads) {
+static spool_pool* make_pool(unsigned threads) {
   spool_config cfg;
   spool_config_init(&cfg);
   cfg.threads = threads;
-  spool_pool *pool = NULL;
+  spool_pool* pool = NULL;
   int rc = spool_create(&cfg, &pool);
   CHECK_EQ(rc, SPOOL_OK);
   if (rc != SPOOL_OK || pool == NULL) {
@@ -77,17 +77,17 @@ static spool_pool *make_pool(unsigned threads) {
 
 /* ---- the tests ---- */
 
-static void noop(void *arg) { (void)arg; }
-static void on_drain_noop(int status, void *arg) {
+static void noop(void* arg) { (void)arg; }
+static void on_drain_noop(int status, void* arg) {
   (void)status;
   (void)arg;
 }
 
 /* Every function answers NULL with SPOOL_EINVAL; a parent on another pool is refused too. */
 static void test_invalid_arguments(void) {
-  spool_pool *pool = make_pool(1);
-  spool_pool *other = make_pool(1);
-  spool_group *g = NULL, *out = (spool_group *)&out;
+  spool_pool* pool = make_pool(1);
+  spool_pool* other = make_pool(1);
+  spool_group *g = NULL, *out = (spool_group*)&out;
   CHECK_EQ(spool_group_create(NULL, NULL, &out), SPOOL_EINVAL);
   CHECK(out == NULL);
   CHECK_EQ(spool_group_create(pool, NULL, NULL), SPOOL_EINVAL);
@@ -114,10 +114,10 @@ static void test_invalid_arguments(void) {
  * (the batch's first task is held until the batch is in, so the count cannot reach zero early);
  * a NULL callback removes it. */
 static void test_submit_wait_and_on_finished(void) {
-  spool_pool *pool = make_pool(2);
+  spool_pool* pool = make_pool(2);
   tally_t t;
   tally_init(&t);
-  spool_group *g = NULL;
+  spool_group* g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   CHECK_EQ(spool_group_wait(g, 0), SPOOL_OK); /* nothing pending */
   CHECK_EQ(spool_group_on_finished(g, count_drain, &t), SPOOL_OK);
@@ -150,11 +150,11 @@ typedef struct {
   int n;
 } order_t;
 typedef struct {
-  order_t *o;
+  order_t* o;
   int level;
 } level_arg_t;
-static void record_level(void *arg) {
-  level_arg_t *a = (level_arg_t *)arg;
+static void record_level(void* arg) {
+  level_arg_t* a = (level_arg_t*)arg;
   pthread_mutex_lock(&a->o->mu);
   a->o->order[a->o->n++] = a->level;
   pthread_mutex_unlock(&a->o->mu);
@@ -164,14 +164,15 @@ static void test_priorities(void) {
   spool_config_init(&cfg);
   cfg.threads = 1;
   cfg.aging_ms = 0;
-  spool_pool *pool = NULL;
+  spool_pool* pool = NULL;
   CHECK_EQ(spool_create(&cfg, &pool), SPOOL_OK);
-  spool_group *g = NULL;
+  spool_group* g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   order_t o;
   pthread_mutex_init(&o.mu, NULL);
   o.n = 0;
-  level_arg_t args[3] = {{&o, SPOOL_PRIORITY_LOW}, {&o, SPOOL_PRIORITY_NORMAL}, {&o, SPOOL_PRIORITY_HIGH}};
+  level_arg_t args[3] = {
+      {&o, SPOOL_PRIORITY_LOW}, {&o, SPOOL_PRIORITY_NORMAL}, {&o, SPOOL_PRIORITY_HIGH}};
   hold_t h;
   hold_init(&h);
   CHECK_EQ(spool_group_submit(g, hold_task, &h, NULL), SPOOL_OK);
@@ -192,10 +193,10 @@ static void test_priorities(void) {
 
 /* A timed wait times out while the group's task is held, and succeeds once it is released. */
 static void test_wait_timeout(void) {
-  spool_pool *pool = make_pool(2);
+  spool_pool* pool = make_pool(2);
   hold_t h;
   hold_init(&h);
-  spool_group *g = NULL;
+  spool_group* g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   CHECK_EQ(spool_group_submit(g, hold_task, &h, NULL), SPOOL_OK);
   hold_wait_started(&h, 1);
@@ -213,13 +214,13 @@ static void test_wait_timeout(void) {
  * once, the wait and the drain report SPOOL_ECANCELED, and later submissions are accepted and
  * skipped the same way. The pool counts them as cancelled. */
 static void test_cancel_calls_on_cancel(void) {
-  spool_pool *pool = make_pool(1);
+  spool_pool* pool = make_pool(1);
   hold_t h;
   hold_init(&h);
   tally_t t;
   tally_init(&t);
   CHECK_EQ(hold_worker(pool, &h), SPOOL_OK);
-  spool_group *g = NULL;
+  spool_group* g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   CHECK_EQ(spool_group_on_finished(g, count_drain, &t), SPOOL_OK);
   for (int i = 0; i < 10; ++i) {
@@ -253,7 +254,7 @@ static void test_cancel_calls_on_cancel(void) {
 /* A nested group: the parent's wait covers the child's task; cancelling the parent cancels
  * the child; the parent may be destroyed first. */
 static void test_nested_groups(void) {
-  spool_pool *pool = make_pool(2);
+  spool_pool* pool = make_pool(2);
   hold_t h;
   hold_init(&h);
   tally_t t;
@@ -282,15 +283,15 @@ static void test_nested_groups(void) {
 }
 
 typedef struct {
-  spool_pool *pool;
-  tally_t *tally;
+  spool_pool* pool;
+  tally_t* tally;
   int rc_create, rc_wait, rc_destroy;
 } inner_arg;
 
 /* Runs inside a task: a group on the task's own pool, filled and waited for. */
-static void group_inside_task(void *arg) {
-  inner_arg *a = arg;
-  spool_group *g = NULL;
+static void group_inside_task(void* arg) {
+  inner_arg* a = arg;
+  spool_group* g = NULL;
   a->rc_create = spool_group_create(a->pool, NULL, &g);
   if (a->rc_create != SPOOL_OK) return;
   for (int i = 0; i < 20; ++i) spool_group_submit(g, count_run, a->tally, NULL);
@@ -300,11 +301,11 @@ static void group_inside_task(void *arg) {
 
 /* On a one-thread pool, a task that waits on a group must run the group's tasks itself. */
 static void test_group_inside_a_task(void) {
-  spool_pool *pool = make_pool(1);
+  spool_pool* pool = make_pool(1);
   tally_t t;
   tally_init(&t);
   inner_arg a = {pool, &t, -1, -1, -1};
-  spool_group *outer = NULL;
+  spool_group* outer = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &outer), SPOOL_OK);
   CHECK_EQ(spool_group_submit(outer, group_inside_task, &a, NULL), SPOOL_OK);
   CHECK_EQ(spool_group_wait(outer, -1), SPOOL_OK);
@@ -318,16 +319,16 @@ static void test_group_inside_a_task(void) {
 }
 
 typedef struct {
-  spool_pool *pool;
-  tally_t *tally;
-  hold_t *blocked;  /* the unrelated task waits here until the region's wait has returned */
+  spool_pool* pool;
+  tally_t* tally;
+  hold_t* blocked; /* the unrelated task waits here until the region's wait has returned */
   int rc_isolate;
   int rc_wait;
 } region_arg;
 
-static void region_body(void *arg) {
-  region_arg *a = arg;
-  spool_group *g = NULL;
+static void region_body(void* arg) {
+  region_arg* a = arg;
+  spool_group* g = NULL;
   if (spool_group_create(a->pool, NULL, &g) != SPOOL_OK) return;
   for (int i = 0; i < 20; ++i) spool_group_submit(g, count_run, a->tally, NULL);
   a->rc_wait = spool_group_wait(g, -1);
@@ -337,15 +338,15 @@ static void region_body(void *arg) {
 /* Queues an unrelated task (high priority: a wait's search meets it first) that holds until
  * released, then waits on a group inside a region, then releases it. Without the region the
  * lone worker's wait would run the held task and never come back. */
-static void waits_then_releases(void *arg) {
-  region_arg *a = arg;
+static void waits_then_releases(void* arg) {
+  region_arg* a = arg;
   spool_submit_priority(a->pool, SPOOL_PRIORITY_HIGH, hold_task, a->blocked, NULL);
   a->rc_isolate = spool_isolate(a->pool, region_body, a);
   hold_release(a->blocked);
 }
 
 static void test_isolate(void) {
-  spool_pool *pool = make_pool(1);
+  spool_pool* pool = make_pool(1);
   tally_t t;
   tally_init(&t);
   hold_t h;
@@ -375,13 +376,13 @@ static void test_isolate(void) {
 /* spool_shutdown(DISCARD) drops the group's queued tasks: each on_cancel runs, and the group's
  * waiter wakes with SPOOL_ECANCELED while the pool's one worker is still held. */
 static void test_shutdown_discard(void) {
-  spool_pool *pool = make_pool(1);
+  spool_pool* pool = make_pool(1);
   hold_t h;
   hold_init(&h);
   tally_t t;
   tally_init(&t);
   CHECK_EQ(hold_worker(pool, &h), SPOOL_OK);
-  spool_group *g = NULL;
+  spool_group* g = NULL;
   CHECK_EQ(spool_group_create(pool, NULL, &g), SPOOL_OK);
   for (int i = 0; i < 15; ++i) {
     CHECK_EQ(spool_group_submit(g, count_run, &t, count_cancel), SPOOL_OK);

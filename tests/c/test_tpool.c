@@ -23,7 +23,7 @@ typedef struct {
   int open;    /* the gate: held jobs wait until it is set */
 } counter_t;
 
-static void counter_init(counter_t *c) {
+static void counter_init(counter_t* c) {
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   c->value = 0;
@@ -31,28 +31,28 @@ static void counter_init(counter_t *c) {
   c->open = 0;
 }
 
-static void counter_destroy(counter_t *c) {
+static void counter_destroy(counter_t* c) {
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
 }
 
-static int counter_value(counter_t *c) {
+static int counter_value(counter_t* c) {
   pthread_mutex_lock(&c->mu);
   int v = c->value;
   pthread_mutex_unlock(&c->mu);
   return v;
 }
 
-static void increment(void *arg) {
-  counter_t *c = arg;
+static void increment(void* arg) {
+  counter_t* c = arg;
   pthread_mutex_lock(&c->mu);
   ++c->value;
   pthread_mutex_unlock(&c->mu);
 }
 
 /* Counts itself, announces it started, then waits until the gate opens. */
-static void increment_and_hold(void *arg) {
-  counter_t *c = arg;
+static void increment_and_hold(void* arg) {
+  counter_t* c = arg;
   pthread_mutex_lock(&c->mu);
   ++c->value;
   ++c->started;
@@ -61,13 +61,13 @@ static void increment_and_hold(void *arg) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void wait_started(counter_t *c, int n) {
+static void wait_started(counter_t* c, int n) {
   pthread_mutex_lock(&c->mu);
   while (c->started < n) pthread_cond_wait(&c->cv, &c->mu);
   pthread_mutex_unlock(&c->mu);
 }
 
-static void open_gate(counter_t *c) {
+static void open_gate(counter_t* c) {
   pthread_mutex_lock(&c->mu);
   c->open = 1;
   pthread_cond_broadcast(&c->cv);
@@ -78,7 +78,7 @@ static void open_gate(counter_t *c) {
 static void test_thousand_increments(void) {
   counter_t c;
   counter_init(&c);
-  tpool *tp = tpool_create(4, 16);
+  tpool* tp = tpool_create(4, 16);
   CHECK(tp != NULL);
   if (tp == NULL) return;
   for (int i = 0; i < 1000; ++i) CHECK_EQ(tpool_add(tp, increment, &c), 0);
@@ -95,7 +95,7 @@ static void test_graceful_shutdown_after_500(void) {
   counter_t c, refused;
   counter_init(&c);
   counter_init(&refused);
-  tpool *tp = tpool_create(2, 500);
+  tpool* tp = tpool_create(2, 500);
   CHECK(tp != NULL);
   if (tp == NULL) return;
   CHECK_EQ(tpool_add(tp, increment_and_hold, &c), 0);
@@ -114,7 +114,7 @@ static void test_graceful_shutdown_after_500(void) {
 
 /* tpool_count_working_threads is exactly the number of jobs held, and 0 once they finish. */
 static void test_count_working_threads(void) {
-  tpool *tp = tpool_create(4, 8);
+  tpool* tp = tpool_create(4, 8);
   CHECK(tp != NULL);
   if (tp == NULL) return;
   CHECK_EQ(tpool_count_working_threads(tp), 0);
@@ -137,21 +137,21 @@ static void test_count_working_threads(void) {
 enum { sort_size = 1000000, sort_cutoff = 1000 };
 
 typedef struct {
-  tpool *tp;
-  int *a;
+  tpool* tp;
+  int* a;
   long lo, hi; /* inclusive */
-  int *add_failed;
+  int* add_failed;
 } sort_job;
 
-static int compare_ints(const void *x, const void *y) {
-  int a = *(const int *)x, b = *(const int *)y;
+static int compare_ints(const void* x, const void* y) {
+  int a = *(const int*)x, b = *(const int*)y;
   return (a > b) - (a < b);
 }
 
-static void quicksort_job(void *arg);
+static void quicksort_job(void* arg);
 
-static void add_sort_job(const sort_job *parent, long lo, long hi) {
-  sort_job *job = malloc(sizeof *job);
+static void add_sort_job(const sort_job* parent, long lo, long hi) {
+  sort_job* job = malloc(sizeof *job);
   if (job == NULL) abort();
   *job = *parent;
   job->lo = lo;
@@ -163,9 +163,9 @@ static void add_sort_job(const sort_job *parent, long lo, long hi) {
 }
 
 /* Partitions around the middle element (Hoare) and adds both halves as jobs. */
-static void quicksort_job(void *arg) {
-  sort_job *job = arg;
-  int *a = job->a;
+static void quicksort_job(void* arg) {
+  sort_job* job = arg;
+  int* a = job->a;
   long lo = job->lo, hi = job->hi;
   if (hi - lo + 1 <= sort_cutoff) {
     qsort(a + lo, (size_t)(hi - lo + 1), sizeof *a, compare_ints);
@@ -191,11 +191,11 @@ static void quicksort_job(void *arg) {
 }
 
 static void test_recursive_quicksort(int threads, int buffer) {
-  int *a = malloc(sort_size * sizeof *a);
+  int* a = malloc(sort_size * sizeof *a);
   if (a == NULL) abort();
   for (long i = 0; i < sort_size; ++i) a[i] = (int)(sort_size - i);
   int add_failed = 0;
-  tpool *tp = tpool_create(threads, buffer);
+  tpool* tp = tpool_create(threads, buffer);
   CHECK(tp != NULL);
   if (tp == NULL) {
     free(a);
@@ -215,7 +215,7 @@ static void test_recursive_quicksort(int threads, int buffer) {
 
 /* ---- the documented differences ---- */
 
-static void noop(void *arg) { (void)arg; }
+static void noop(void* arg) { (void)arg; }
 
 /* tpool_create refuses thread_count < 1 and buffer_size < 1; tpool_add refuses NULLs. */
 static void test_argument_checks(void) {
@@ -224,7 +224,7 @@ static void test_argument_checks(void) {
   CHECK(tpool_create(2, 0) == NULL);
   CHECK(tpool_create(2, -5) == NULL);
   CHECK(tpool_add(NULL, noop, NULL) != 0);
-  tpool *tp = tpool_create(1, 1);
+  tpool* tp = tpool_create(1, 1);
   CHECK(tp != NULL);
   if (tp == NULL) return;
   CHECK(tpool_add(tp, NULL, NULL) != 0);
@@ -232,8 +232,8 @@ static void test_argument_checks(void) {
 }
 
 typedef struct {
-  tpool *tp;
-  counter_t *children;
+  tpool* tp;
+  counter_t* children;
   int destroy_rc;
   int shutdown_rc;
   int add_failures;
@@ -241,8 +241,8 @@ typedef struct {
 
 /* Inside a job: tpool_wait returns at once, tpool_destroy refuses, and tpool_add still works
  * after tpool_shutdown (so running jobs can finish their work). */
-static void calls_from_inside(void *arg) {
-  inside_job *job = arg;
+static void calls_from_inside(void* arg) {
+  inside_job* job = arg;
   tpool_wait(job->tp);
   job->destroy_rc = tpool_destroy(job->tp);
   job->shutdown_rc = tpool_shutdown(job->tp);
@@ -254,7 +254,7 @@ static void calls_from_inside(void *arg) {
 static void test_calls_from_inside_a_job(void) {
   counter_t children;
   counter_init(&children);
-  tpool *tp = tpool_create(2, 1);
+  tpool* tp = tpool_create(2, 1);
   CHECK(tp != NULL);
   if (tp == NULL) return;
   inside_job job = {tp, &children, 0, -1, 0};

@@ -1,6 +1,7 @@
 // libFuzzer target for spoold's HTTP input handling: parse_request (server/http/parser.hpp) with
-// both body framings (Content-Length, and the chunked decoder of body.hpp), percent_decode / parse_form / html_escape (form.hpp), parse_http_date and add_header
-// (response.hpp), and the PROXY protocol header (proxy_header.hpp).
+// both body framings (Content-Length, and the chunked decoder of body.hpp), percent_decode /
+// parse_form / html_escape (form.hpp), parse_http_date and add_header (response.hpp), and the PROXY
+// protocol header (proxy_header.hpp).
 //
 // README: `tests/fuzz/run.sh <build-dir>` builds this file with clang (-fsanitize=fuzzer,
 // address,undefined) and runs it on a copy of tests/fuzz/corpus/ for SPOOLD_FUZZ_SECONDS
@@ -135,7 +136,7 @@ void check_result(std::string_view buf, const limits& lim, const parse_result& r
   } else {
     CHECK(inside(req.body, used));
     CHECK(req.body.data() + req.body.size() == buf.data() + r.consumed);  // the body ends it
-    CHECK(r.consumed - req.body.size() <= lim.max_head + 16);  // + tolerated empty lines
+    CHECK(r.consumed - req.body.size() <= lim.max_head + 16);             // + tolerated empty lines
   }
   if (req.version_minor == 1) CHECK(req.find("host") != nullptr);
   if (req.version_minor == 0) CHECK(!req.expect_continue);

@@ -201,8 +201,7 @@ TEST(GuestbookForm, PostKeyIsReadWithTheEntry) {
   EXPECT_EQ(post.entry.remarks, "hi");
   EXPECT_EQ(post.key, "0123abcDEF-_x");
   // The first of repeated fields, as for the others.
-  EXPECT_EQ(parse_post("post-key=first&guest-name=A&guest-remarks=r&post-key=second").key,
-            "first");
+  EXPECT_EQ(parse_post("post-key=first&guest-name=A&guest-remarks=r&post-key=second").key, "first");
   EXPECT_EQ(parse_post("guest-name=A&guest-remarks=r&post-key=" + std::string(64, 'k')).key,
             std::string(64, 'k'));
 }
@@ -214,7 +213,7 @@ TEST(GuestbookForm, NoPostKeyOrAnEmptyOneIsNone) {
 
 TEST(GuestbookForm, MalformedPostKeyIsRefused) {
   for (const std::string& key : {std::string(65, 'k'), std::string("a%20b"), std::string("a.b"),
-                                std::string("%C3%A9"), std::string("a%0Ab")}) {
+                                 std::string("%C3%A9"), std::string("a%0Ab")}) {
     parse_post("guest-name=A&guest-remarks=r&post-key=" + key, form_error::bad_post_key);
   }
   // Name and remarks are judged first: their errors say more to a person.
@@ -314,8 +313,9 @@ TEST(GuestbookPage, FormLimitsFollowTheConfiguredLimits) {
 TEST(GuestbookPage, FormCarriesThePostKeyAndTheNodeIsShown) {
   const std::string html =
       render_guestbook_page(sample_page(), {}, guestbook_limits{}, {"web2", "0f0f"});
-  EXPECT_TRUE(contains(html, "<input type=\"hidden\" name=\"post-key\" id=\"post-key\" "
-                             "value=\"0f0f\">"));
+  EXPECT_TRUE(contains(html,
+                       "<input type=\"hidden\" name=\"post-key\" id=\"post-key\" "
+                       "value=\"0f0f\">"));
   EXPECT_LT(html.find("id=\"guestbook-form\""), html.find("name=\"post-key\""));
   EXPECT_LT(html.find("name=\"post-key\""), html.find("</form>"));
   EXPECT_TRUE(contains(html, "<span id=\"node-name\">web2</span>"));
@@ -327,9 +327,8 @@ TEST(GuestbookPage, FormCarriesThePostKeyAndTheNodeIsShown) {
 
 TEST(StoreDownPage, SaysWhatIsKnownOfThePost) {
   using kind = spoold::store_trouble::kind;
-  const std::string no_primary =
-      render_store_down_page("no primary",
-                             {.what = kind::no_primary, .post_had_key = false, .node = "web3"});
+  const std::string no_primary = render_store_down_page(
+      "no primary", {.what = kind::no_primary, .post_had_key = false, .node = "web3"});
   EXPECT_TRUE(contains(no_primary, "no primary"));
   EXPECT_TRUE(contains(no_primary, "nothing was read or stored"));
   EXPECT_TRUE(contains(no_primary, "<span id=\"node-name\">web3</span>"));
@@ -339,9 +338,8 @@ TEST(StoreDownPage, SaysWhatIsKnownOfThePost) {
   EXPECT_TRUE(contains(with_key, "may or may not have been stored"));
   EXPECT_TRUE(contains(with_key, "Sending the form again is safe"));
 
-  const std::string without_key =
-      render_store_down_page("2 replicas", {.what = kind::outcome_unknown, .post_had_key = false,
-                                            .node = {}});
+  const std::string without_key = render_store_down_page(
+      "2 replicas", {.what = kind::outcome_unknown, .post_had_key = false, .node = {}});
   EXPECT_TRUE(contains(without_key, "may or may not have been stored"));
   EXPECT_FALSE(contains(without_key, "Sending the form again is safe"));
   EXPECT_TRUE(contains(without_key, "look at the guestbook before you post it again"));

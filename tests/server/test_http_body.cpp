@@ -32,7 +32,8 @@ int error_of(std::string_view buffer, const limits& lim = {}) {
 }
 
 TEST(HttpBody, ChunkedBodyIsDecoded) {
-  const std::string in = chunked_head + "5\r\nguest\r\n1a\r\n-name=Ann&guest-remarks=hi\r\n0\r\n\r\n";
+  const std::string in =
+      chunked_head + "5\r\nguest\r\n1a\r\n-name=Ann&guest-remarks=hi\r\n0\r\n\r\n";
   request r;
   const parse_result res = parse(in, r);
   ASSERT_EQ(res.status, parse_status::complete);
@@ -180,27 +181,27 @@ TEST(HttpBody, TooManyTrailerLines) {
 
 TEST(HttpBody, MalformedChunkedFramingIs400) {
   const std::vector<std::string> bad = {
-      "x\r\n",                               // not hex
-      "\r\n",                                // no size
-      "-1\r\n",                              // sign
-      "+1\r\n",                              // sign
-      "0x5\r\nhello\r\n0\r\n\r\n",           // C prefix
-      "1 2\r\n",                             // two sizes
-      "1;\r\n",                              // empty extension name
-      "1;a=\r\n",                            // empty extension value
-      "1;a=\"open\r\n",                      // unterminated quoted string
-      "1;a b\r\n",                           // junk after the name
-      "1;a=b c\r\n",                         // junk after the value
-      "1;(x)\r\n",                           // not a token
-      "10000000000000000\r\n",               // beyond 64 bits
-      "3\r\nabcX\r\n0\r\n\r\n",              // data longer than its size
-      "3\r\na\r\n0\r\n\r\n",                 // data shorter than its size
-      "3\r\nabc\rX",                         // bare CR after the data
-      "3\rX",                                // bare CR ends the size line
-      "0\r\n\rX",                            // bare CR ends the trailer section
-      "0\r\nX: a\rb",                        // bare CR in a trailer line
-      "0\r\nNo colon\r\n\r\n",               // malformed trailer
-      "0\r\n folded: x\r\n\r\n",             // folded trailer
+      "x\r\n",                                  // not hex
+      "\r\n",                                   // no size
+      "-1\r\n",                                 // sign
+      "+1\r\n",                                 // sign
+      "0x5\r\nhello\r\n0\r\n\r\n",              // C prefix
+      "1 2\r\n",                                // two sizes
+      "1;\r\n",                                 // empty extension name
+      "1;a=\r\n",                               // empty extension value
+      "1;a=\"open\r\n",                         // unterminated quoted string
+      "1;a b\r\n",                              // junk after the name
+      "1;a=b c\r\n",                            // junk after the value
+      "1;(x)\r\n",                              // not a token
+      "10000000000000000\r\n",                  // beyond 64 bits
+      "3\r\nabcX\r\n0\r\n\r\n",                 // data longer than its size
+      "3\r\na\r\n0\r\n\r\n",                    // data shorter than its size
+      "3\r\nabc\rX",                            // bare CR after the data
+      "3\rX",                                   // bare CR ends the size line
+      "0\r\n\rX",                               // bare CR ends the trailer section
+      "0\r\nX: a\rb",                           // bare CR in a trailer line
+      "0\r\nNo colon\r\n\r\n",                  // malformed trailer
+      "0\r\n folded: x\r\n\r\n",                // folded trailer
       std::string("0\r\nX: a\0b\r\n\r\n", 12),  // NUL in a trailer value
       "1;" + std::string(9000, 'e') + "\r\n",   // size line too long
       "1;" + std::string(9000, 'e'),            // ... refused before its line end

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "http/parser.hpp"
-#include "http_prefixes.hpp"
 #include "http/target.hpp"
+#include "http_prefixes.hpp"
 
 namespace {
 
@@ -521,8 +521,8 @@ std::vector<error_case> error_cases() {
        400},
       {"Transfer-Encoding in HTTP/1.0",
        "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
-      {"chunked twice", "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked, chunked\r\n\r\n",
-       400},
+      {"chunked twice",
+       "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked, chunked\r\n\r\n", 400},
       {"chunked twice in two headers",
        "POST / HTTP/1.1\r\n" + host +
            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",

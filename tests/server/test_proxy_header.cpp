@@ -116,23 +116,22 @@ TEST(ProxyHeaderV1, Errors) {
   EXPECT_EQ(error_of("GET / HTTP/1.1\r\n"), proxy_error::not_proxy);
   EXPECT_EQ(error_of("PROXZ TCP4"), proxy_error::not_proxy);
   EXPECT_EQ(error_of("proxy TCP4 1.2.3.4 1.2.3.5 1 2\r\n"), proxy_error::not_proxy);
-  for (const std::string bad : {
-           "PROXY TCP4 1.2.3.4 1.2.3.5 1 2\n",          // bare LF
-           "PROXY TCP4 1.2.3.4 1.2.3.5 1 2\rX",         // bare CR
-           "PROXY TCP4 1.2.3.4\t1.2.3.5 1 2\r\n",       // a control character
-           "PROXY TCP4  1.2.3.4 1.2.3.5 1 2\r\n",       // two spaces
-           "PROXY TCP4 1.2.3.4 1.2.3.5 1 2 \r\n",       // a trailing space
-           "PROXY TCP4 1.2.3.4 1.2.3.5 1\r\n",          // a field short
-           "PROXY TCP4 1.2.3.4 1.2.3.5 1 2 3\r\n",      // a field too many
-           "PROXY TCP5 1.2.3.4 1.2.3.5 1 2\r\n",        // no such protocol
-           "PROXY tcp4 1.2.3.4 1.2.3.5 1 2\r\n",        // case matters
-           "PROXY TCP4 2001:db8::1 1.2.3.5 1 2\r\n",    // IPv6 under TCP4
-           "PROXY TCP6 1.2.3.4 2001:db8::1 1 2\r\n",    // IPv4 under TCP6
-           "PROXY TCP4 1.2.3.256 1.2.3.5 1 2\r\n",      // not an address
-           "PROXY TCP4 1.2.3.4 1.2.3.5 65536 2\r\n",    // port out of range
-           "PROXY TCP4 1.2.3.4 1.2.3.5 01 2\r\n",       // leading zero
-           "PROXY TCP4 1.2.3.4 1.2.3.5 -1 2\r\n",       // not a number
-           "PROXY \r\n", "PROXY UNKNOWNX\r\n"}) {
+  for (const std::string bad : {"PROXY TCP4 1.2.3.4 1.2.3.5 1 2\n",        // bare LF
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 1 2\rX",       // bare CR
+                                "PROXY TCP4 1.2.3.4\t1.2.3.5 1 2\r\n",     // a control character
+                                "PROXY TCP4  1.2.3.4 1.2.3.5 1 2\r\n",     // two spaces
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 1 2 \r\n",     // a trailing space
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 1\r\n",        // a field short
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 1 2 3\r\n",    // a field too many
+                                "PROXY TCP5 1.2.3.4 1.2.3.5 1 2\r\n",      // no such protocol
+                                "PROXY tcp4 1.2.3.4 1.2.3.5 1 2\r\n",      // case matters
+                                "PROXY TCP4 2001:db8::1 1.2.3.5 1 2\r\n",  // IPv6 under TCP4
+                                "PROXY TCP6 1.2.3.4 2001:db8::1 1 2\r\n",  // IPv4 under TCP6
+                                "PROXY TCP4 1.2.3.256 1.2.3.5 1 2\r\n",    // not an address
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 65536 2\r\n",  // port out of range
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 01 2\r\n",     // leading zero
+                                "PROXY TCP4 1.2.3.4 1.2.3.5 -1 2\r\n",     // not a number
+                                "PROXY \r\n", "PROXY UNKNOWNX\r\n"}) {
     EXPECT_EQ(error_of(bad), proxy_error::malformed) << testing::PrintToString(bad);
   }
 }
@@ -191,16 +190,15 @@ TEST(ProxyHeaderV2, Errors) {
   EXPECT_EQ(error_of(std::string("\r\n\r\n\0\r\nQUIZ\n", 12)), proxy_error::not_proxy);
   EXPECT_EQ(error_of(std::string(1, '\x16')), proxy_error::not_proxy);  // a TLS handshake
   const std::string inet = bytes({1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 2});
-  for (const std::string& bad : {
-           v2(0x11, 0x11, inet),                     // version 1 in the binary form
-           v2(0x22, 0x11, inet),                     // no such command
-           v2(0x21, 0x41, inet),                     // no such family
-           v2(0x21, 0x13, inet),                     // no such transport
-           v2(0x21, 0x12, inet),                     // UDP cannot carry this connection
-           v2(0x21, 0x10, inet),                     // nor an unspecified transport
-           v2(0x21, 0x11, inet.substr(0, 11)),       // address block short
-           v2(0x21, 0x21, std::string(35, '\0')),    // IPv6 block short
-           v2(0x21, 0x31, std::string(215, '\0'))})  // UNIX block short
+  for (const std::string& bad : {v2(0x11, 0x11, inet),  // version 1 in the binary form
+                                 v2(0x22, 0x11, inet),  // no such command
+                                 v2(0x21, 0x41, inet),  // no such family
+                                 v2(0x21, 0x13, inet),  // no such transport
+                                 v2(0x21, 0x12, inet),  // UDP cannot carry this connection
+                                 v2(0x21, 0x10, inet),  // nor an unspecified transport
+                                 v2(0x21, 0x11, inet.substr(0, 11)),       // address block short
+                                 v2(0x21, 0x21, std::string(35, '\0')),    // IPv6 block short
+                                 v2(0x21, 0x31, std::string(215, '\0'))})  // UNIX block short
   {
     EXPECT_EQ(error_of(bad), proxy_error::malformed) << testing::PrintToString(bad);
   }
@@ -219,8 +217,8 @@ TEST(ProxyHeaderV2, DeclaredLengthPastTheLimitIsOversized) {
 TEST(ProxyHeader, TruncatedIsIncompleteNotWrong) {
   for (const std::string& h :
        {std::string("PROXY TCP4 192.0.2.7 198.51.100.1 56324 443"),
-        v2(0x21, 0x11, bytes({1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 2})).substr(0, 20),
-        std::string(""), std::string("P"), v2_signature.substr(0, 5)}) {
+        v2(0x21, 0x11, bytes({1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0, 2})).substr(0, 20), std::string(""),
+        std::string("P"), v2_signature.substr(0, 5)}) {
     const proxy_header_result r = parse_proxy_header(h);
     EXPECT_EQ(r.status, proxy_status::incomplete) << testing::PrintToString(h);
     EXPECT_EQ(r.error, proxy_error::none);

@@ -101,9 +101,9 @@ TEST(StoreSpec, SentinelSpecs) {
   // Opening starts the watcher, which finds no Sentinel here and keeps trying until destroyed.
   EXPECT_EQ(open_store("redis-sentinel://127.0.0.1/fleet")->describe(),
             "redis-sentinel://127.0.0.1:26379/fleet");
-  EXPECT_EQ(open_store("redis-sentinel://127.0.0.5:7001,127.0.0.6,[::1]:7003/my-master.1")
-                ->describe(),
-            "redis-sentinel://127.0.0.5:7001,127.0.0.6:26379,[::1]:7003/my-master.1");
+  EXPECT_EQ(
+      open_store("redis-sentinel://127.0.0.5:7001,127.0.0.6,[::1]:7003/my-master.1")->describe(),
+      "redis-sentinel://127.0.0.5:7001,127.0.0.6:26379,[::1]:7003/my-master.1");
   for (const char* spec :
        {"redis-sentinel://", "redis-sentinel://host", "redis-sentinel://host/",
         "redis-sentinel:///fleet", "redis-sentinel://a,,b/fleet", "redis-sentinel://a,/fleet",
@@ -804,8 +804,8 @@ TEST(RedisSentinelStore, NoSentinelAnsweringMeansNoPrimary) {
   signal(SIGPIPE, SIG_IGN);
   const int a = spoold_test::free_loopback_port();
   const int b = spoold_test::free_loopback_port();
-  const std::string spec = "redis-sentinel://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" +
-                           std::to_string(b) + "/fleet";
+  const std::string spec = "redis-sentinel://127.0.0.1:" + std::to_string(a) +
+                           ",127.0.0.1:" + std::to_string(b) + "/fleet";
   auto s = open_store(spec);
   try {
     s->visit(10);

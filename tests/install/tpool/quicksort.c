@@ -10,16 +10,16 @@
 #include "tpool.h"
 
 typedef struct {
-  tpool *tp;
-  int *a;
+  tpool* tp;
+  int* a;
   long lo, hi; /* inclusive */
 } job;
 
-static void quicksort(void *p);
+static void quicksort(void* p);
 
-static void add_half(tpool *tp, int *a, long lo, long hi) {
+static void add_half(tpool* tp, int* a, long lo, long hi) {
   if (lo >= hi) return;
-  job *j = malloc(sizeof *j);
+  job* j = malloc(sizeof *j);
   if (j == NULL) abort();
   j->tp = tp;
   j->a = a;
@@ -31,9 +31,9 @@ static void add_half(tpool *tp, int *a, long lo, long hi) {
   }
 }
 
-static void quicksort(void *p) {
-  job *j = p;
-  int *a = j->a;
+static void quicksort(void* p) {
+  job* j = p;
+  int* a = j->a;
   long lo = j->lo, hi = j->hi, mid = lo + (hi - lo) / 2;
   int pivot = a[mid];
   long i = lo, k = hi;
@@ -55,10 +55,10 @@ static void quicksort(void *p) {
 
 int main(void) {
   const long n = 1000000;
-  int *a = malloc((size_t)n * sizeof *a);
+  int* a = malloc((size_t)n * sizeof *a);
   if (a == NULL) return 1;
   for (long i = 0; i < n; i++) a[i] = (int)(n - i);
-  tpool *tp = tpool_create(6, 50);
+  tpool* tp = tpool_create(6, 50);
   if (tp == NULL) return 1;
   add_half(tp, a, 0, n - 1);
   tpool_wait(tp);
