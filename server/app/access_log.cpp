@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <utility>
 
 namespace spoold {
 namespace {
@@ -131,7 +132,7 @@ void access_log::record(std::string_view peer_ip, std::string_view request_line,
 
 bool access_log::wait_for_lines(std::stop_token stop) {
   std::unique_lock lock(mu_);
-  return lines_.wait(lock, stop, [this] { return !buffer_.empty(); });
+  return lines_.wait(lock, std::move(stop), [this] { return !buffer_.empty(); });
 }
 
 void access_log::flush() {

@@ -13,7 +13,7 @@ constexpr auto log_flush_interval = std::chrono::milliseconds(100);
 
 log_flusher::log_flusher(access_log* log) : log_(log) {
   if (log_ == nullptr) return;
-  thread_ = std::jthread([this](std::stop_token stop) {
+  thread_ = std::jthread([this](const std::stop_token& stop) {
     name_this_thread("spoold-logflush");
     // Asleep until a line waits; then the lines of the next log_flush_interval join it.
     while (log_->wait_for_lines(stop)) {

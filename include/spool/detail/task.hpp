@@ -94,7 +94,7 @@ enum class thrown_by : unsigned char {
 };
 
 // Reports an exception to the pool's handler (config::on_exception, else stderr).
-void report_exception(core& owner, std::exception_ptr e,
+void report_exception(core& owner, const std::exception_ptr& e,
                       thrown_by source = thrown_by::posted_task) noexcept;
 
 // The whole run() of a fire-and-forget task t around its callable fn: calls fn, frees t (fn
@@ -110,7 +110,7 @@ template <class T, class F>
   }
   delete t;
   if (failure) {
-    report_exception(owner, std::move(failure));
+    report_exception(owner, failure);
     return outcome::failed;
   }
   return outcome::completed;
@@ -120,8 +120,10 @@ template <class T, class F>
 template <class F>
 class post_task final : public task {
  public:
+  // Never copied or moved (task's copy is deleted): G is always the callable.
   template <class G>
-  explicit post_task(G&& fn) : fn_(std::forward<G>(fn)) {}
+  explicit post_task(G&& fn)  // NOLINT(bugprone-forwarding-reference-overload)
+      : fn_(std::forward<G>(fn)) {}
 
   outcome run(core& owner) noexcept override { return run_posted(owner, this, fn_); }
   void cancel() noexcept override { delete this; }
