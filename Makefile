@@ -2,8 +2,8 @@
 #
 #   make run    install deps, build (release), start spoold on http://127.0.0.1:8080/ $(ARGS)
 #   make demo   install deps, build (release), run build/release/examples/spool-demo $(ARGS)
-#   make test   install deps, make lint, then build + ctest in build/release (-Werror),
-#               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), and
+#   make test   install deps, make lint, then build + ctest in build/release,
+#               build/tsan (ThreadSanitizer), build/asan (ASan+UBSan), all three -Werror, and
 #               finally the install/consumer test (tests/install/run.sh)
 #   make lint   clang-format --dry-run over every C/C++ file, clang-tidy (.clang-tidy) over the
 #               library, server and queue sources; fails on any deviation or finding
@@ -44,8 +44,8 @@ ASAN_DIR    ?= $(BUILD_ROOT)/asan
 INSTALL_DIR ?= $(BUILD_ROOT)/install-test
 
 RELEASE_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOOL_SANITIZE= -DSPOOL_WERROR=$(WERROR)
-TSAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=thread -DSPOOL_WERROR=OFF
-ASAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=address -DSPOOL_WERROR=OFF
+TSAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=thread -DSPOOL_WERROR=$(WERROR)
+ASAN_FLAGS    := -DCMAKE_BUILD_TYPE=Debug -DSPOOL_SANITIZE=address -DSPOOL_WERROR=$(WERROR)
 
 CTEST_COMMON := --output-on-failure --no-tests=error $(CTEST_ARGS)
 

@@ -11,11 +11,13 @@ namespace spool::detail {
 
 std::atomic<bool> asymmetric_barriers_on{false};
 
+#ifndef SPOOL_TSAN
 namespace {
 
 long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0u, 0); }
 
 }  // namespace
+#endif
 
 bool enable_asymmetric_barriers() noexcept {
 #ifdef SPOOL_TSAN
