@@ -1,15 +1,16 @@
-"""An idle spoold makes no wake-ups. After serving requests (with the access log on, so that its
-flush is scheduled too) and seeing the connections close, every thread of the server (and of
-its children, for the models that fork) sleeps until an event: no event loop, log flusher or
-memory trimmer wakes on a period. Before, the event loops swept their connections every 100 ms
-and the flusher and trimmer ticked on their own periods.
+"""An idle spoold makes no wake-ups (release builds only: tests/server/CMakeLists.txt says why).
+After serving requests (with the access log on, so that its flush is scheduled too) and seeing
+the connections close, every thread of the server (and of its children, for the models that
+fork) sleeps until an event: no event loop, log flusher or memory trimmer wakes on a period.
+Before, the event loops swept their connections every 100 ms and the flusher and trimmer ticked
+on their own periods.
 
-The check: the context switches of every thread, read from /proc, are counted over a window of
-one second; an idle server must reach a window with none. The work it does right after the
-requests (the access log written 100 ms after its first line, the trim a second after the last
-connection, pool threads retiring after the pool's keep-alive) may take some windows first, so
-windows are looked at until one is quiet, within a bound. The access log's lines must be in the
-file by then: the flush is scheduled by the line, not by a tick."""
+The check: the context switches of every thread, read from /proc, are counted over a window of one
+second; an idle server must reach a window with none. The work it does right after the requests
+(the access log written 100 ms after its first line, the trim a second after the last connection,
+pool threads retiring after the pool's keep-alive) may take some windows first, so windows are
+looked at until one is quiet, within a bound. The access log's lines must be in the file by then:
+the flush is scheduled by the line, not by a tick."""
 
 import os
 import sys
