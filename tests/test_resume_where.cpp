@@ -76,7 +76,13 @@ TEST(ThenWhere, InlineOnTheCompletingThread) {
   int seen = 0;
   (void)std::move(g).then_inline([&](int x) { seen = x; });
   EXPECT_EQ(seen, 1);
-  auto h = p.submit([] { return 2; }).then_inline([&p](int x) { return p.is_worker() ? x : -1; });
+  // The task waits for the gate, so the continuation is attached before it completes.
+  gate attached;
+  auto h = p.submit([&attached] {
+              attached.wait();
+              return 2;
+            }).then_inline([&p](int x) { return p.is_worker() ? x : -1; });
+  attached.open();
   EXPECT_EQ(get_elsewhere(h), 2);
 }
 
