@@ -13,11 +13,15 @@
 namespace spool::detail {
 namespace {
 
-// Half the cores may poll for work at once (at least one): enough to catch the next task
-// without a futex wake, few enough that spinners never crowd out the threads doing work.
+// Every core but one may hold a polling worker (at least one may poll): the core left over
+// is the submitter's, or an outside waiter's, so spinners never take the core of the thread
+// that feeds them. In fork/join work, where workers run out of tasks and find more within
+// microseconds, every worker that may not poll sleeps and costs a futex wake to get back: a
+// cap of half the cores made fib(35) at 16 threads on 16 cores 1.7x slower (BENCHMARKS.md,
+// "Scaling").
 std::uint32_t max_spinners_for(unsigned threads) {
-  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  return std::max(1u, std::min(threads, cpus) / 2);
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, std::min(threads, cpus - 1));
 }
 
 std::atomic<std::uint32_t> cpus_override{0};  // scheduling_testing::set_cpus
