@@ -131,9 +131,10 @@ struct config {
   // thread outside the pool polls a future before it sleeps on it. Polling buys round-trip
   // latency with CPU time: a task that arrives while a worker polls, or a result that arrives
   // while its waiter polls, costs no futex wake-up (BENCHMARKS.md, `latency`, has the trade
-  // measured). A worker whose last 32 polls each followed a single task and found nothing
-  // (sparse work, such as timers) polls only the first 8 rounds until work comes closer
-  // together again. 0 sleeps at once.
+  // measured). A worker that ran a single task after an idle spell longer than about a
+  // whole poll (sparse work, such as timers) polls only the first 8 rounds next time; one
+  // short spell restores the whole count. At most one worker fewer than the CPUs (at least
+  // one) polls at once; the others sleep at once. 0 sleeps at once.
   unsigned spin_rounds = 64;
   // Deferred wake-ups. While a thread outside the pool keeps submitting and the awake workers
   // plus that thread already fill the CPUs this process may use, a submission does not wake
