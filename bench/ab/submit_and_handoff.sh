@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# submit_and_handoff.sh: the A/B behind BENCHMARKS.md's "Submission path and hand-offs" table.
+# submit_and_handoff.sh: an A/B of the submission path and the hand-offs between two trees
+# (docs/decisions.md, "Two full fences on every submission").
 #
 #   bench/ab/submit_and_handoff.sh REV_A REV_B [RUNS] > LOG
 #
