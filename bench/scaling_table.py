@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from bench/scaling.sh's JSON files: per experiment and variant, spool's
-median at each pool size and its ratio to the best peer that ran it (> 1: spool ahead).
+median at each pool size, then its ratio to the best peer that ran it (> 1: spool ahead) and
+that peer's name.
 
     bench/scaling_table.py scaling/*.json
 """
@@ -24,8 +25,7 @@ def table(doc):
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     unit = rows[0]["unit"]
     command = doc["command"].split(" --out")[0].split(" ", 1)[1]
-    print(f"`$B {command}` ({unit}; spool's median, then spool over the best peer's median "
-          "and which peer)\n")
+    print(f"`$B {command}` ({unit})\n")
     print("| variant | " + " | ".join(f"{t} threads" for t in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for v in variants:
