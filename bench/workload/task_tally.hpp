@@ -15,10 +15,15 @@ class task_tally {
   };
 
   static void hit() noexcept {
-    slot* s = mine_;
-    if (s == nullptr) s = mine_ = enroll();
+    slot& s = mine();
     // Only this thread writes its slot: a load and a store, no read-modify-write.
-    s->count.store(s->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // The calling thread's slot, enrolled if it has none: read later (count, after the wait,
+  // like total()) it says how many tasks that thread ran itself.
+  static slot& mine() noexcept {
+    if (mine_ == nullptr) mine_ = enroll();
+    return *mine_;
   }
   // Both only while no task runs; the pool's wait orders them after the tasks' hits.
   static void reset();
