@@ -7,7 +7,7 @@ leaves the other out). Release builds only (tests/server/CMakeLists.txt): the fi
 glibc malloc's, and a sanitizer replaces malloc with an allocator of its own that malloc_trim
 does not reach, and adds shadow memory of its own.
 
-SPOOLD_MEASURE_AFTER_S=S (for BENCHMARKS.md) also prints RSS S seconds after the wave's end,
+SPOOLD_MEASURE_AFTER_S=S (for bench/load/BENCHMARKS.md) also prints RSS S seconds after the wave's end,
 once the test's condition holds: the test itself stops at the first figure within 2x, which
 may come before the first trim."""
 
@@ -78,7 +78,7 @@ class MemoryAfterWaveTest(SiteTestCase):
                 raise AssertionError(f"{e}: idle {idle} KiB, peak {peak} KiB, now "
                                      f"{figures.get('rss')} KiB with {figures.get('open')} "
                                      "connections open") from None
-            # The figures, for BENCHMARKS.md ("Memory after a wave").
+            # The figures, for bench/load/BENCHMARKS.md ("Memory after a wave").
             print(f"memory_after_wave: model {MODEL}: idle {idle} KiB, peak {peak} KiB, "
                   f"{figures['rss']} KiB {time.monotonic() - closed_at:.1f} s after the wave"
                   f"{measured_after(pid, closed_at)}", file=sys.stderr)
