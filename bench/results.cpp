@@ -250,6 +250,20 @@ bool results::write_json(std::FILE* f, const run_info& info) const {
       s += (first_extra ? "" : ", ") + json_string(name) + ": " + json_number(value);
       first_extra = false;
     }
+    s += "}, \"sample_extras\": {";  // each extra per repeat, in the order of "samples"
+    first_extra = true;
+    for (const std::string& name : r.extra_names()) {
+      s += (first_extra ? "" : ", ") + json_string(name) + ": [";
+      bool first_value = true;
+      for (const sample& one : r.samples)
+        for (const auto& [key, value] : one.extras)
+          if (key == name) {
+            s += (first_value ? "" : ", ") + json_number(value);
+            first_value = false;
+          }
+      s += "]";
+      first_extra = false;
+    }
     s += "}";
     if (auto ratio = ratio_vs_spool(r)) {
       s += ", \"ratio_vs_spool\": " + json_number(*ratio) + ", \"ratio_direction\": " +

@@ -20,19 +20,29 @@ namespace {
 // of them that the submitting thread ran itself (by_submitter) tells a hand-off from a pool
 // that runs tasks inline: libgomp runs a new task in the creating thread once 64 per thread
 // are queued, and a waiter that helps runs what is left when the submissions end.
+// run_by_last_post, the share of the tasks that had run when the last submission returned,
+// tells the two ways a pool can keep up: near 1 the workers ran each task as it came (every
+// post met a worker that had to be woken or was waiting on the same lock), near 0 the
+// submitter ran ahead and the workers drained a backlog. A lock-based pool is fast only in the
+// second way, and which one a run falls into can change from run to run.
 template <class P, class Submit>
 sample timed_batch(P& peer, std::uint64_t n, const char* variant, Submit submit) {
   task_tally::reset();
   task_tally::slot* submitter = nullptr;
+  std::uint64_t run_by_last_post = 0;
   const auto t0 = steady::now();
   peer.run_and_wait([&] {
     submitter = &task_tally::mine();
     submit();
+    run_by_last_post = task_tally::total();
   });
   const double s = seconds_since(t0);
   check(task_tally::total() == n, std::string(P::name) + ": empty " + variant + " lost tasks");
   const double own = static_cast<double>(submitter->count.load(std::memory_order_relaxed));
-  return {static_cast<double>(n) / s, {{"by_submitter", own / static_cast<double>(n)}}};
+  const auto share = [n](double part) { return part / static_cast<double>(n); };
+  return {static_cast<double>(n) / s,
+          {{"by_submitter", share(own)},
+           {"run_by_last_post", share(static_cast<double>(run_by_last_post))}}};
 }
 
 template <class P>
@@ -153,8 +163,10 @@ const experiment& empty_experiment() {
       "(vs_best_peer, vs_best_per_task_peer), and over the fastest peer whose submitter ran\n"
       "under half the tasks itself (vs_best_handoff_peer, where that is another peer).\n"
       "by_submitter: the share of the tasks the submitting thread ran (libgomp runs a task\n"
-      "inline once 64 per thread are queued). Metric: tasks/s from the first submission\n"
-      "to the end of the wait, on a pool created and warmed up beforehand. Each measurement\n"
+      "inline once 64 per thread are queued). run_by_last_post: the share that had run when\n"
+      "the last submission returned (near 0: the submitter ran ahead of the workers).\n"
+      "Metric: tasks/s from the first submission to the end of the wait, on a pool created\n"
+      "and warmed up beforehand. Each measurement\n"
       "follows an untimed rehearsal of the same batch on a pool of its own, so that none pays\n"
       "the one-time costs of a process's first batch (heap growth, allocator free lists).\n"
       "\n"

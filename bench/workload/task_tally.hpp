@@ -25,7 +25,8 @@ class task_tally {
     if (mine_ == nullptr) mine_ = enroll();
     return *mine_;
   }
-  // Both only while no task runs; the pool's wait orders them after the tasks' hits.
+  // reset() only while no task runs. total() after the pool's wait, which orders it after the
+  // tasks' hits, is exact; while tasks run it is a snapshot that may miss the latest hits.
   static void reset();
   static std::uint64_t total();
 
