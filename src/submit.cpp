@@ -26,7 +26,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     t->isolation = w->isolation;
     if (p == priority::normal) {
       try {
-        w->deque.push(t);
+        w->push_local(t);
       } catch (...) {
         return refuse(w, t, errc::no_memory);
       }
@@ -110,7 +110,6 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
   }
 
   r.error = enter_batch(w, slot, n);
-  ws_deque& deque = own ? w->deque : slot->deque;
   while (!r.error && r.accepted < n) {
     task* t = make(context, r.accepted);
     if (t == nullptr) {
@@ -119,7 +118,11 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     }
     if (own) t->isolation = w->isolation;
     try {
-      deque.push(t);
+      if (own) {
+        w->push_local(t);
+      } else {
+        slot->deque.push(t);
+      }
     } catch (...) {
       t->destroy();
       r.error = errc::no_memory;

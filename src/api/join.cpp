@@ -64,7 +64,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   } else {
     right.isolation = w->isolation;
     try {
-      w->deque.push(&right);
+      w->push_local(&right);
     } catch (...) {
       refused = errc::no_memory;  // the deque could not grow
     }
@@ -77,7 +77,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   sleep_.notify_worker();
   left(left_context);
   while (!right.ready()) {
-    task* t = w->deque.pop();
+    task* t = w->pop_local();
     if (t == nullptr) {
       waitable<join_task> target(right);
       help_until(target, nullptr);
@@ -88,7 +88,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
         // Pushed by left() from a nested isolation region: not this region's to run while it
         // waits. Back in place (the deque holds no more than before the pop, so the push
         // cannot grow it), and the isolated wait passes over it.
-        w->deque.push(t);
+        w->push_local(t);
         sleep_.notify_worker();
         waitable<join_task> target(right);
         help_until(target, nullptr);

@@ -113,7 +113,11 @@ bulk_result core::submit_range(range_job* job) noexcept {
   if (!why) {
     if (w != nullptr) first->isolation = w->isolation;
     try {
-      (w != nullptr ? w->deque : slot->deque).push(first);
+      if (w != nullptr) {
+        w->push_local(first);
+      } else {
+        slot->deque.push(first);
+      }
     } catch (...) {
       why = errc::no_memory;
     }
@@ -137,7 +141,7 @@ bool core::leave_ticket(range_ticket& t, worker* w) noexcept {
   if (next != nullptr) {
     next->isolation = w->isolation;
     try {
-      w->deque.push(next);
+      w->push_local(next);
       return true;
     } catch (...) {
       delete next;

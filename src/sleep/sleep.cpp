@@ -81,7 +81,7 @@ bool sleep_control::retreat(worker& w, bool* timed) noexcept {
   // Not in a blocking region; more of them awake than keep_awake_ (this one included), as a
   // first look without the lock; then decided under it.
   if (live <= blocked || live - blocked <= parker_.sleepers() + keep_awake_) return false;
-  if (!w.deque.empty()) return false;
+  if (w.has_local_work()) return false;
   return parker_.prepare_if_others_awake(w.index, live - blocked, keep_awake_, timed);
 }
 
