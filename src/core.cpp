@@ -87,7 +87,7 @@ core::core(const config& cfg, std::uint32_t stamp)
       workers_(*this, capacity_for(cfg)),
       queues_(cfg_, workers_, sleep_),
       threads_(cfg_, min_threads_, max_threads_, capacity_for(cfg), workers_, queues_),
-      sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_),
+      sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_, idle_),
       idle_(workers_, queues_.slots()),
       timers_(*this, cfg_.name) {
   if (cfg_.on_task_start || cfg_.on_task_finish) {

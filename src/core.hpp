@@ -150,8 +150,9 @@ class core {
   // or destruction from there would wait for the task it is called from (would_deadlock).
   bool runs_own_task_here() const noexcept;
 
-  // The parker, whose notify_all wakes workers that sleep waiting on a future or a group.
-  parker& sleepers() noexcept { return sleep_.sleepers(); }
+  // Wakes this pool's workers that sleep waiting on a future, a group or a fork's half (the
+  // waker's half of wait_target's pairing: call it after making done() true).
+  void wake_waiting_workers() noexcept { sleep_.wake_all(); }
   // A thread outside the pool is about to sleep (sleep_control::outside_sleeps).
   void outside_sleeps() noexcept { sleep_.outside_sleeps(); }
   // config::spin_rounds: how long idle workers, and threads waiting on a future, poll first.

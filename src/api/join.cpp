@@ -47,7 +47,7 @@ void join_task::cancel() noexcept { finish(k_dropped); }
 void join_task::finish(std::uint32_t how) noexcept {
   core* owner = owner_;  // after the exchange the forking frame may be gone
   const std::uint32_t old = state_.exchange(how, std::memory_order_seq_cst);
-  if ((old & k_waited) != 0) owner->sleepers().notify_all();
+  if ((old & k_waited) != 0) owner->wake_waiting_workers();
 }
 
 bool core::fork_join(join_task& right, join_call left, void* left_context) noexcept {

@@ -265,7 +265,7 @@ class group_state : public std::enable_shared_from_this<group_state> {
     // count is seen here; epoch moves before the futex wake, so a sleeper cannot miss it.
     epoch.fetch_add(1, std::memory_order_seq_cst);
     if (outside_waiters.load(std::memory_order_seq_cst) != 0) futex_wake(epoch, INT_MAX);
-    if (worker_waiters.load(std::memory_order_seq_cst) != 0) owner_.sleepers().notify_all();
+    if (worker_waiters.load(std::memory_order_seq_cst) != 0) owner_.wake_waiting_workers();
   }
 
   struct stop_link {  // the parent's stop reaches this group's source

@@ -62,6 +62,15 @@ class quiescence {
 
   // The outsiders' share of the counts (statistics).
   const counters& outside() const noexcept { return outside_; }
+  // What the idle paths read of a worker's counts (its own idle spin; the timed sleeper, of
+  // the others): the tasks it has finished (run, failed, cancelled or dropped), and whether it
+  // is running one now. Relaxed loads: each is a hint, read again at the next decision.
+  std::uint64_t finished_by(const worker& w) const noexcept {
+    return w.stats.finished(std::memory_order_relaxed);
+  }
+  bool running(const worker& w) const noexcept {
+    return w.depth.load(std::memory_order_relaxed) != 0;
+  }
 
  private:
   void notify_waiters() noexcept;

@@ -3,8 +3,9 @@
 // going idle tells quiescence/. help_until() is the same loop run by a worker that waits on a
 // future, a group or a fork's half.
 //
-// The parking protocol (sleep/README.md): a worker that found nothing announces itself in
-// the parker (prepare), looks once more, and only then sleeps. A worker woken by notify_one
+// The parking protocol (sleep/README.md) is sleep_control::nap, called from rest() and from
+// help_until() with their own last looks: a worker that found nothing announces itself, looks
+// once more, and only then sleeps. A worker woken by notify_one
 // counts as a spinner until it has looked once (`searching`); it then stops, as a spinner
 // does, and either takes what it found (and take() passes the baton on) or looks again before
 // parking.
@@ -84,7 +85,7 @@ void core::run_worker(worker& w) noexcept {
       threads_.went_idle(w);
       w.idle_since = worker::clock::now();
     }
-    const std::uint64_t finished = w.stats.finished(std::memory_order_relaxed);
+    const std::uint64_t finished = idle_.finished_by(w);
     const bool after_one = finished - w.finished_at_idle <= 1;
     w.finished_at_idle = finished;
     if (sleep_.idle_spin(w.short_gap, after_one)) continue;
@@ -108,22 +109,19 @@ void core::found_work(worker& w) noexcept {
 void core::retreat(worker& w, bool& searching) noexcept {
   // A crowded pool's extra worker leaves the queued work to the others and sleeps; work it
   // leaves is deferred work, which a timed sleeper watches (sleep_control::retreat).
-  bool timed = false;
-  if (!sleep_.retreat(w, &timed)) return;
-  threads_.went_idle(w);
-  idle_.notify();
-  if (threads_.terminating()) {
-    sleep_.sleepers().cancel(w.index);
-    return;
-  }
-  searching = timed ? sleep_.sleep_timed(w) : sleep_.park(w);
+  const auto end = sleep_.retreat(w, [&] {
+    threads_.went_idle(w);
+    idle_.notify();
+    return threads_.terminating();
+  });
+  searching = end == sleep_control::nap_end::searching;  // false before: run_worker searched()
 }
 
 core::rest_end core::rest(worker& w, bool& searching) noexcept {
   // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
   // retires. At or below it sleeps without a timeout (an idle pool makes no wake-ups), or,
   // holding the timed role while the pool is crowded, period by period (sleep_timed).
-  parker& p = sleep_.sleepers();
+  using nap_end = sleep_control::nap_end;
   if (threads_.over_max()) {
     // resize() lowered max_threads below the live count: an idle worker retires at once. As
     // after keep_alive below, it is not among the sleepers, so it looks once more first (a
@@ -137,30 +135,28 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     if (threads_.try_retire(w, scale_event::cause::resize)) return rest_end::retired;
   }
   const bool may_retire = threads_.may_retire();
-  // The parker's protocol: announce, look once more, then sleep.
-  const bool timed = p.prepare(w.index, sleep_.wants_timed_role(may_retire));
-  // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
-  idle_.notify();
-  if (threads_.terminating()) {
-    p.cancel(w.index);
-    return rest_end::terminate;
-  }
-  if (task* t = queues_.find_task(w)) {
-    p.cancel(w.index);  // a spinner's count it held is given back; take() passes it on
-    take(w, t);
+  std::chrono::steady_clock::time_point retire_at{};  // set by the last look, read by the park
+  const sleep_control::nap_plan plan{.want_timed = sleep_.wants_timed_role(may_retire),
+                                     .deadline = may_retire ? &retire_at : nullptr};
+  bool terminate = false;
+  task* found = nullptr;
+  const nap_end end = sleep_.nap(w, plan, [&] {
+    // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
+    idle_.notify();
+    terminate = threads_.terminating();
+    if (terminate || (found = queues_.find_task(w)) != nullptr) return true;
+    // After the announcement, so a resize() that moves the deadline either is seen here or
+    // finds this worker listed and wakes it.
+    if (may_retire) retire_at = threads_.retire_at(w);
+    return false;
+  });
+  if (terminate) return rest_end::terminate;
+  if (found != nullptr) {
+    take(w, found);  // a spinner's count it held was given back; take() passes it on
     return rest_end::looked;
   }
-  if (timed) {
-    searching = sleep_.sleep_timed(w);
-    return rest_end::looked;
-  }
-  if (!may_retire) {
-    searching = sleep_.park(w);
-    return rest_end::looked;
-  }
-  const parker::wake how = p.park_until(w.index, threads_.retire_at(w));
-  if (how != parker::wake::timed_out) {
-    searching = how == parker::wake::searching;
+  if (end != nap_end::timed_out) {
+    searching = end == nap_end::searching;
     return rest_end::looked;
   }
   // Idle for keep_alive and no longer among the sleepers: look once more (a waker that saw
@@ -245,8 +241,8 @@ void core::execute_gated(worker* w, task* t) noexcept {
 
 bool core::help_until(wait_target& until,
                       const std::chrono::steady_clock::time_point* deadline) noexcept {
+  using nap_end = sleep_control::nap_end;
   worker& w = *tls_worker;
-  parker& p = sleep_.sleepers();
   // Inside an isolation region the wait runs only that region's tasks (find_for_wait). Such a
   // waiter lists itself to be woken last by submissions (prepare's wake_last): they are meant
   // for workers that may take any task. Chosen all the same and finding nothing of its region,
@@ -280,29 +276,29 @@ bool core::help_until(wait_target& until,
       if (!until.done()) sleep_.wake_for_surplus();
       continue;
     }
-    p.prepare(w.index, /*want_timed=*/false, /*wake_last=*/isolated);
-    // After prepare(): either the waker sees our announcement and wakes the parker, or we see
-    // the target done here (arm() and the waker's check pair up; see wait_target).
-    if (until.arm()) {
-      if (p.cancel(w.index)) sleep_.wake_for_surplus();
+    // The parking protocol (sleep_control::nap). The last look: either the waker sees our
+    // announcement and wakes us, or we see the target done here (arm() and the waker's check
+    // pair up; see wait_target), or a task we may run.
+    bool target_done = false;
+    task* last = nullptr;
+    const sleep_control::nap_plan plan{.wake_last = isolated, .deadline = deadline};
+    const nap_end end = sleep_.nap(w, plan, [&] {
+      target_done = until.arm();
+      return target_done ||
+             (last = find_for_wait(w, until.direct(), /*last_look=*/true)) != nullptr;
+    });
+    if (target_done) {
+      if (end == nap_end::withdrawn_chosen) sleep_.wake_for_surplus();
       return true;
     }
-    if (task* t = find_for_wait(w, until.direct(), /*last_look=*/true)) {
-      p.cancel(w.index);
-      until.disarm();
+    until.disarm();
+    if (last != nullptr) {
       sleep_.wake_for_surplus();
-      execute(&w, t);
+      execute(&w, last);
       continue;
     }
-    parker::wake how;
-    if (deadline == nullptr) {
-      how = p.park(w.index);
-    } else {
-      how = p.park_until(w.index, *deadline);
-    }
-    until.disarm();
-    if (how == parker::wake::timed_out) return until.done();
-    searching = how == parker::wake::searching;
+    if (end == nap_end::timed_out) return until.done();
+    searching = end == nap_end::searching;
   }
 }
 
