@@ -55,13 +55,13 @@ std::error_code core::submit(task* t, priority p) noexcept {
     idle_.tally(nullptr, &counters::cancelled, 1);
   }
   if (!err) {
-    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    counts_.accepted_outside();
     sleep_.note_outside();
     sleep_.notify_worker();
     return {};
   }
   if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
-    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    counts_.accepted_outside();
     execute(nullptr, t);
     idle_.notify();
     return {};
@@ -78,12 +78,12 @@ std::error_code core::submit_due(task* t, priority p) noexcept {
     why = queues_.shared().push(t, p, /*bypass_bound=*/true).error;  // only no_memory
   }
   if (why) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
+    counts_.rejected();
     idle_.tally(nullptr, &counters::submitted, ~std::uint64_t{0});  // minus one
     idle_.notify();
     return why;
   }
-  accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+  counts_.accepted_outside();
   sleep_.notify_worker();
   return {};
 }
@@ -157,7 +157,7 @@ std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n)
 }
 
 void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept {
-  rejected_.fetch_add(refused, std::memory_order_relaxed);
+  counts_.rejected(refused);
   if (w != nullptr) {
     idle_.tally(w, &counters::submitted, 0 - refused);
   } else {
@@ -183,7 +183,7 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
     }
   }
   if (why) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
+    counts_.rejected();
     t->destroy();
     add_owned(slot.entered, ~std::uint64_t{0});  // minus one
     idle_.notify();
@@ -214,7 +214,7 @@ bool core::run_own_task(task* t) noexcept {
 }
 
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
-  rejected_.fetch_add(1, std::memory_order_relaxed);
+  counts_.rejected();
   t->destroy();
   idle_.tally(w, &counters::submitted, ~std::uint64_t{0});  // minus one
   // The undone count may be what makes the pool quiescent.

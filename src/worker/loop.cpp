@@ -197,7 +197,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
 }
 
 void core::execute(worker* w, task* t) noexcept {
-  if (gate_.load(std::memory_order_acquire) != 0) {
+  if (gate_.bits() != 0) {
     execute_gated(w, t);
     return;
   }
@@ -227,7 +227,7 @@ task_end end_of(outcome how) noexcept {
 
 void core::execute_gated(worker* w, task* t) noexcept {
   if (!pass_gate(w, t)) return;
-  if ((gate_.load(std::memory_order_relaxed) & k_gate_traced) == 0) {
+  if (!gate_.traced()) {
     tally_outcome(w, run_task(w, t));
     return;
   }
