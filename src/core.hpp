@@ -40,6 +40,7 @@
 #include "spool/spool.hpp"
 #include "statistics/statistics.hpp"
 #include "timers/timers.hpp"
+#include "worker/isolation.hpp"
 #include "worker/wait_target.hpp"
 #include "worker/worker.hpp"
 
@@ -212,8 +213,8 @@ class core {
   // What help_until runs: any task, or inside an isolation region only that region's and the
   // task waited for itself (last_look: the look after prepare(), see queues::find_isolated).
   task* find_for_wait(worker& w, const task* direct, bool last_look = false) noexcept {
-    return w.isolation == 0 ? queues_.find_task(w)
-                            : queues_.find_isolated(w, {w.isolation, direct}, !last_look);
+    return in_region(w) ? queues_.find_isolated(w, wait_match(w, direct), !last_look)
+                        : queues_.find_task(w);
   }
   // Part of execute_gated: false if t was dropped (discarding), true once it may run (after
   // waiting out a pause).

@@ -23,7 +23,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
     // past its bound), never blocking. Accepted while draining (it is part of finishing
     // queued work); refused while discarding.
     if (discarding()) return refuse(w, t, errc::shut_down);
-    t->isolation = w->isolation;
+    stamp_region(*t, *w);
     if (p == priority::normal) {
       try {
         w->push_local(t);
@@ -116,7 +116,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
       r.error = errc::no_memory;
       break;
     }
-    if (own) t->isolation = w->isolation;
+    if (own) stamp_region(*t, *w);
     try {
       if (own) {
         w->push_local(t);

@@ -62,7 +62,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   if (discarding()) {
     refused = errc::shut_down;
   } else {
-    right.isolation = w->isolation;
+    stamp_region(right, *w);
     try {
       w->push_local(&right);
     } catch (...) {
@@ -84,7 +84,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
       break;
     }
     if (t != &right) {
-      if (w->isolation != 0 && t->isolation != w->isolation) {
+      if (w->isolation != 0 && t->isolation != w->isolation) {  // worker/isolation.hpp
         // Pushed by left() from a nested isolation region: not this region's to run while it
         // waits. Back in place (the deque holds no more than before the pop, so the push
         // cannot grow it), and the isolated wait passes over it.

@@ -111,7 +111,7 @@ bulk_result core::submit_range(range_job* job) noexcept {
   // All n counted before the ticket is visible, as for any batch.
   std::error_code why = enter_batch(w, slot, n);
   if (!why) {
-    if (w != nullptr) first->isolation = w->isolation;
+    if (w != nullptr) stamp_region(*first, *w);
     try {
       if (w != nullptr) {
         w->push_local(first);
@@ -139,7 +139,7 @@ bool core::leave_ticket(range_ticket& t, worker* w) noexcept {
   t.job_.refs.fetch_add(1, std::memory_order_relaxed);
   auto* next = new (std::nothrow) range_ticket(t.job_, lo, /*spawner=*/false);
   if (next != nullptr) {
-    next->isolation = w->isolation;
+    stamp_region(*next, *w);
     try {
       w->push_local(next);
       return true;

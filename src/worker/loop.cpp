@@ -10,35 +10,12 @@
 // does, and either takes what it found (and take() passes the baton on) or looks again before
 // parking.
 //
-// Isolation (spool::isolate). Choice: a region the caller opens, as oneTBB's isolate, rather
-// than every wait running only its own subtree. A wait does not know its subtree (a future
-// may come from any thread, a group's tasks from anywhere), and restricting every wait would
-// take away the help that makes waiting cheap and lets unrelated tasks use a waiting worker.
-// So waits help with anything by default, and a region is the opt-in for code that waits and
-// only afterwards releases something another task may block on.
-//  - Every task carries the region it was submitted in (task::isolation), copied from the
-//    submitting worker's current region (worker::isolation) by every path that queues a task
-//    from a worker: submit, submit_bulk, range tickets, fork_join.
-//  - execute() runs a task in its own region and restores the worker's afterwards; isolate()
-//    opens a fresh region number and restores the outer one on the way out, exception or
-//    not. Numbers repeat only after 2^32 regions; isolation_enter says what a repeat costs.
-//  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R, and
-//    the one task it waits for directly, whatever its region (a future's own task; find_for_wait
-//    -> queues::find_isolated; fork_join's own pops of the tasks above its half likewise,
-//    api/join.cpp). Running the awaited task itself can block nothing the wait would not have
-//    blocked: the wait cannot return before it ran. Without it, a task that submits b and then
-//    waits on b inside a region would wait for good on a one-thread pool, b being in its own
-//    deque and of no region. Any other task outside R that the waited-for work depends on is
-//    run by another worker, exactly as in a pool whose waits block; so isolation adds no
-//    deadlock a blocking pool would not have, and removes the one helping adds.
-//  - find_isolated pops past other tasks at the bottom of the worker's own deque and pushes
-//    them back, then notifies (they were out of sight), and does not steal. An isolated
-//    waiter parks at the far end of the sleepers' list (parker::prepare's wake_last), and if a
-//    submission's wake-up reaches it anyway it passes the wake-up on (wake_for_surplus), so a
-//    task it may not run is never left with every other worker asleep.
+// Isolation (spool::isolate): the rules, and why an isolated wait adds no deadlock, are in
+// isolation.hpp; run_task enters the task's region and help_until asks in_region().
 #include <cstdio>
 
 #include "core.hpp"
+#include "worker/isolation.hpp"
 
 namespace spool::detail {
 namespace {
@@ -187,12 +164,10 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   }
   // The task runs in the region it was submitted in, and so do the tasks it submits and its
   // waits; the worker's own region comes back when it returns (the task may be freed by then).
-  const region_id outer = w->isolation;
-  w->isolation = t->isolation;
+  const region_scope region(*w, *t);
   add_owned32(w->depth, +1);
   const outcome how = t->run(*this);
   add_owned32(w->depth, -1);
-  w->isolation = outer;
   return how;
 }
 
@@ -247,7 +222,7 @@ bool core::help_until(wait_target& until,
   // waiter lists itself to be woken last by submissions (prepare's wake_last): they are meant
   // for workers that may take any task. Chosen all the same and finding nothing of its region,
   // it passes the wake-up on (stop_searching's wake_for_surplus), so no task is left behind.
-  const bool isolated = w.isolation != 0;
+  const bool isolated = in_region(w);
   // As in run_worker: woken by notify_one, this thread counts as a spinner until it has
   // looked once. A helper may leave right after (its target is done), so it gives the count
   // back and, like a worker that found a task, wakes one sleeper if work is queued.
@@ -300,26 +275,6 @@ bool core::help_until(wait_target& until,
     if (end == nap_end::timed_out) return until.done();
     searching = end == nap_end::searching;
   }
-}
-
-region_id isolation_enter() noexcept {
-  worker* w = tls_worker;
-  if (w == nullptr) return 0;
-  // A fresh number for each region from a process-wide 32-bit counter that skips 0, so a
-  // number repeats only after 2^32 regions (task::isolation is 32 bits to keep every task
-  // small). Only then could a region's waits take a task of an older region with the same
-  // number, still queued or still open: the help any wait outside a region gives, so the
-  // worst case is the hazard isolation exists to remove, never a lost or doubled task.
-  static std::atomic<region_id> next_region{1};
-  const region_id outer = w->isolation;
-  region_id fresh = next_region.fetch_add(1, std::memory_order_relaxed);
-  if (fresh == 0) fresh = next_region.fetch_add(1, std::memory_order_relaxed);
-  w->isolation = fresh;
-  return outer;
-}
-
-void isolation_leave(region_id outer) noexcept {
-  if (worker* w = tls_worker) w->isolation = outer;
 }
 
 }  // namespace spool::detail

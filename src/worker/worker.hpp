@@ -67,9 +67,9 @@ struct worker {
   bool high_streak = false;      // the last task taken was high priority
   clock::time_point high_since;  // when that run of high-priority tasks began
 
-  // worker/loop.cpp: the isolation region this worker is in (spool::isolate): the region of
-  // the task it runs, or one an isolate() call on it opened; 0 for none. Owner only. Tasks it
-  // submits carry it, and its waits (help_until) run only tasks that carry it.
+  // worker/isolation.hpp: the isolation region this worker is in (spool::isolate): the region
+  // of the task it runs, or one an isolate() call on it opened; 0 for none. Owner only. Tasks
+  // it submits carry it, and its waits (help_until) run only tasks that carry it.
   region_id isolation = 0;
 
   // quiescence/: this worker's counts (written by it alone), and the tasks it is running
