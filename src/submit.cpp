@@ -116,9 +116,9 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
       r.error = errc::no_memory;
       break;
     }
-    if (own) stamp_region(*t, *w);
     try {
       if (own) {
+        stamp_region(*t, *w);
         w->push_local(t);
       } else {
         slot->deque.push(t);
