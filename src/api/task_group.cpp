@@ -50,8 +50,9 @@
 // counters. All seq_cst, so (Dekker) either the waiter's read sees the drain, or the finisher
 // sees the waiter and wakes it. An outside waiter reads epoch before the count and sleeps only
 // while epoch is unchanged; the finisher bumps epoch before futex_wake, so a wake cannot fall
-// between the check and the sleep. A worker relies on the parker's prepare()/notify_all()
-// pairing the same way (see worker/wait_target.hpp): it calls prepare() before arm().
+// between the check and the sleep. A worker relies on the parker's announcement and
+// core::wake_waiting_workers() pairing the same way (see worker/wait_target.hpp): its nap
+// announces it before arm(), in the last look.
 #include "spool/task_group.hpp"
 
 #include <atomic>
