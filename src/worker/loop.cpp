@@ -219,7 +219,7 @@ bool core::help_until(wait_target& until,
   using nap_end = sleep_control::nap_end;
   worker& w = *tls_worker;
   // Inside an isolation region the wait runs only that region's tasks (find_for_wait). Such a
-  // waiter lists itself to be woken last by submissions (prepare's wake_last): they are meant
+  // waiter lists itself to be woken last by submissions (nap_plan::wake_last): they are meant
   // for workers that may take any task. Chosen all the same and finding nothing of its region,
   // it passes the wake-up on (stop_searching's wake_for_surplus), so no task is left behind.
   const bool isolated = in_region(w);
