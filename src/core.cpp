@@ -69,14 +69,6 @@ const config& validated(const config& cfg) {
   return cfg;
 }
 
-// The sum of one field of every worker's counters and the outsiders'.
-std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& outside,
-                  std::atomic<std::uint64_t> counters::*field) {
-  std::uint64_t total = (outside.*field).load(std::memory_order_relaxed);
-  for (const auto& w : ws) total += (w->stats.*field).load(std::memory_order_relaxed);
-  return total;
-}
-
 }  // namespace
 
 core::core(const config& cfg, std::uint32_t stamp)
@@ -87,11 +79,11 @@ core::core(const config& cfg, std::uint32_t stamp)
       workers_(*this, capacity_for(cfg)),
       queues_(cfg_, workers_, sleep_),
       threads_(cfg_, min_threads_, max_threads_, capacity_for(cfg), workers_, queues_),
-      sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_),
+      sleep_(cfg_, min_threads_, max_threads_, workers_, queues_, threads_, idle_),
       idle_(workers_, queues_.slots()),
       timers_(*this, cfg_.name) {
   if (cfg_.on_task_start || cfg_.on_task_finish) {
-    gate_.store(k_gate_traced, std::memory_order_relaxed);  // before any thread starts
+    gate_.trace();  // before any thread starts
   }
   enable_asymmetric_barriers();  // before the first thread (sync/dekker.hpp)
   for (unsigned i = 0; i < min_threads_; ++i) {
@@ -135,22 +127,12 @@ std::error_code core::resize(unsigned min_threads, unsigned max_threads) noexcep
 }
 
 std::error_code core::pause() noexcept {
-  std::lock_guard lock(pause_mu_);
-  if (stopping_) return errc::shut_down;
   // Before the gate closes: the monitor must not take held workers for stalled ones.
-  threads_.hold_growth(true);
-  gate_.fetch_or(k_gate_paused, std::memory_order_seq_cst);
-  return {};
+  return gate_.pause([this] { threads_.hold_growth(true); });
 }
 
 void core::resume() noexcept {
-  {
-    std::lock_guard lock(pause_mu_);
-    if ((gate_.load(std::memory_order_relaxed) & k_gate_paused) == 0) return;
-    gate_.fetch_and(~k_gate_paused, std::memory_order_seq_cst);
-    threads_.hold_growth(false);
-  }
-  pause_cv_.notify_all();
+  if (!gate_.resume([this] { threads_.hold_growth(false); })) return;
   // Submissions made while paused woke at most one sleeper each, and a worker holding a task
   // passed no baton on: wake one for the queued work, and it passes the baton in turn.
   sleep_.wake_for_surplus();
@@ -158,14 +140,9 @@ void core::resume() noexcept {
 
 bool core::pass_gate(worker* w, task* t) noexcept {
   // The gate is closed (paused, discarding, or traced: then this passes at once). A pause holds
-  // this thread, with t, until resume() or shutdown() opens it under pause_mu_; the predicate reads
-  // the gate under the same mutex, so no opening is missed. Tasks it held count as neither queued
-  // nor running.
-  if ((gate_.load(std::memory_order_acquire) & k_gate_paused) != 0) {
-    std::unique_lock lock(pause_mu_);
-    pause_cv_.wait(lock,
-                   [this] { return (gate_.load(std::memory_order_relaxed) & k_gate_paused) == 0; });
-  }
+  // this thread, with t, until resume() or shutdown() opens it (gate::hold_while_paused). Tasks
+  // it held count as neither queued nor running.
+  gate_.hold_while_paused();
   if (discarding()) {
     drop(w, t);
     return false;
@@ -199,7 +176,7 @@ std::error_code core::shutdown(shutdown_mode mode,
                                shutdown_report* report) noexcept {
   if (is_own_worker() || runs_own_task_here()) return errc::would_deadlock;
   std::lock_guard lock(shutdown_mu_);
-  const std::uint64_t before = dropped_.load(std::memory_order_relaxed);
+  const std::uint64_t before = counts_.dropped_so_far();
   shutdown_report r;
   if (!joined_) {
     // Those given the pool's stop token learn first, while the pool still takes their work
@@ -217,7 +194,7 @@ std::error_code core::shutdown(shutdown_mode mode,
     r.timers_dropped = timers_.stop(cutoff);
     // Discarding is decided before the close is announced: whoever learns that the pool is
     // shut down (a producer woken with shut_down) can rely on queued tasks never running.
-    if (mode == shutdown_mode::discard) start_discarding();
+    if (mode == shutdown_mode::discard) gate_.start_discarding();
     close();
     // The injector is closed and worker submissions are refused, so this sweep only shrinks
     // the queues. A running task may still push after it (it read the gate just before it
@@ -225,10 +202,7 @@ std::error_code core::shutdown(shutdown_mode mode,
     if (mode == shutdown_mode::discard) queues_.drain([this](task* t) { drop(nullptr, t); });
     // A paused pool is resumed for good: held tasks run (drain) or are dropped (discard), and
     // no later pause() can stop the drain.
-    {
-      std::lock_guard pause_lock(pause_mu_);
-      stopping_ = true;
-    }
+    gate_.stop();
     resume();
     // A drain with a deadline that is not done by then discards what is left, as above; the
     // tasks running then finish (they are not interrupted).
@@ -236,7 +210,7 @@ std::error_code core::shutdown(shutdown_mode mode,
       sleep_.outside_sleeps();
       if (!idle_.wait_until(*deadline)) {
         r.timed_out = true;
-        start_discarding();
+        gate_.start_discarding();
         queues_.drain([this](task* t) { drop(nullptr, t); });
       }
     }
@@ -246,18 +220,14 @@ std::error_code core::shutdown(shutdown_mode mode,
     stop_workers();
     joined_ = true;
   }
-  r.dropped = dropped_.load(std::memory_order_relaxed) - before + r.timers_dropped;
+  r.dropped = counts_.dropped_so_far() - before + r.timers_dropped;
   if (report != nullptr) *report = r;
   return {};
 }
 
-void core::start_discarding() noexcept {
-  gate_.fetch_or(k_gate_discarding, std::memory_order_seq_cst);
-}
-
 void core::drop(worker* w, task* t) noexcept {
   t->cancel();
-  dropped_.fetch_add(1, std::memory_order_relaxed);
+  counts_.dropped();
   idle_.tally(w, &counters::cancelled, 1);
   idle_.notify();
 }
@@ -272,24 +242,10 @@ stats core::snapshot() const noexcept {
   stats s;
   threads_.fill(s);
   s.queued = queues_.size();
-  for (const auto& w : workers_.all()) {
-    if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
-  }
-  // The outsiders' submitted count also counts submissions still waiting for room; report
-  // accepted ones.
-  s.submitted = accepted_outside_.load(std::memory_order_relaxed);
-  for (const auto& w : workers_.all()) {
-    s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
-  }
-  const producer_slots& slots = queues_.slots();
-  for (std::size_t i = 0, n = slots.in_use(); i < n; ++i) {
-    s.submitted += slots[i].accepted.load(std::memory_order_relaxed);
-  }
-  s.completed = sum(workers_.all(), idle_.outside(), &counters::completed);
-  s.failed = sum(workers_.all(), idle_.outside(), &counters::failed);
-  s.cancelled = sum(workers_.all(), idle_.outside(), &counters::cancelled);
-  s.stolen = sum(workers_.all(), idle_.outside(), &counters::stolen);
-  s.rejected = rejected_.load(std::memory_order_relaxed);
+  // Each part adds its share: the per-task counts are quiescence's, the pool-wide ones (the
+  // outsiders' accepted tasks, refusals) the statistics part's.
+  idle_.fill(s);
+  counts_.fill(s);
   return s;
 }
 

@@ -1,6 +1,7 @@
 // core.hpp: the pool behind spool::pool and the C API. It owns one of each part and is where
 // they meet: submission (submit.cpp), the worker loop and help-while-waiting
-// (worker/loop.cpp), and the lifecycle and statistics (core.cpp). src/README.md is the map.
+// (worker/loop.cpp), and the lifecycle and the statistics snapshot (core.cpp). src/README.md
+// is the map.
 //
 // Parts, each a member that owns its state:
 //   workers_  worker/worker.hpp       the worker slots created so far
@@ -9,6 +10,8 @@
 //   sleep_    sleep/sleep.hpp         spinning, parking, waking, deferred wake-ups
 //   idle_     quiescence/quiescence.hpp  counting, and waiting for every task to finish
 //   timers_   timers/timers.hpp       delayed and periodic tasks: the timer heap and its thread
+//   gate_     gate/gate.hpp           the gate every task passes: pause, discarding, task hooks
+//   counts_   statistics/statistics.hpp  the pool-wide counts: accepted outside, rejected, dropped
 //
 // Lifecycle: running -> [timers stopped (shutdown: timers_.stop)] -> closed (close: outside
 // submissions refused) -> [discarding] -> quiescent -> terminate (threads_.begin_stop) ->
@@ -27,6 +30,7 @@
 #include <system_error>
 
 #include "elastic/sizer.hpp"
+#include "gate/gate.hpp"
 #include "queues/queues.hpp"
 #include "quiescence/quiescence.hpp"
 #include "sleep/sleep.hpp"
@@ -34,7 +38,9 @@
 #include "spool/detail/join_task.hpp"
 #include "spool/detail/task.hpp"
 #include "spool/spool.hpp"
+#include "statistics/statistics.hpp"
 #include "timers/timers.hpp"
+#include "worker/isolation.hpp"
 #include "worker/wait_target.hpp"
 #include "worker/worker.hpp"
 
@@ -96,9 +102,7 @@ class core {
   std::error_code resize(unsigned min_threads, unsigned max_threads) noexcept;
   std::error_code pause() noexcept;
   void resume() noexcept;
-  bool paused() const noexcept {
-    return (gate_.load(std::memory_order_acquire) & k_gate_paused) != 0;
-  }
+  bool paused() const noexcept { return gate_.paused(); }
   // errc::would_deadlock from a worker; otherwise *idle says whether the pool became idle
   // before the deadline.
   std::error_code wait_idle_until(std::chrono::steady_clock::time_point deadline,
@@ -150,8 +154,9 @@ class core {
   // or destruction from there would wait for the task it is called from (would_deadlock).
   bool runs_own_task_here() const noexcept;
 
-  // The parker, whose notify_all wakes workers that sleep waiting on a future or a group.
-  parker& sleepers() noexcept { return sleep_.sleepers(); }
+  // Wakes this pool's workers that sleep waiting on a future, a group or a fork's half (the
+  // waker's half of wait_target's pairing: call it after making done() true).
+  void wake_waiting_workers() noexcept { sleep_.wake_all(); }
   // A thread outside the pool is about to sleep (sleep_control::outside_sleeps).
   void outside_sleeps() noexcept { sleep_.outside_sleeps(); }
   // config::spin_rounds: how long idle workers, and threads waiting on a future, poll first.
@@ -208,8 +213,8 @@ class core {
   // What help_until runs: any task, or inside an isolation region only that region's and the
   // task waited for itself (last_look: the look after prepare(), see queues::find_isolated).
   task* find_for_wait(worker& w, const task* direct, bool last_look = false) noexcept {
-    return w.isolation == 0 ? queues_.find_task(w)
-                            : queues_.find_isolated(w, {w.isolation, direct}, !last_look);
+    return in_region(w) ? queues_.find_isolated(w, wait_match(w, direct), !last_look)
+                        : queues_.find_task(w);
   }
   // Part of execute_gated: false if t was dropped (discarding), true once it may run (after
   // waiting out a pause).
@@ -231,8 +236,6 @@ class core {
   // Outside threads only: sleeps until every accepted task has finished.
   void wait_quiescent() noexcept;
   void stop_workers() noexcept;
-  // Sets the gate's discarding bit: from now on execute() drops instead of running.
-  void start_discarding() noexcept;
 
   const config cfg_;
   const std::uint32_t stamp_;
@@ -249,28 +252,14 @@ class core {
 
   // Read on every submission and every task; written only by close() and shutdown().
   alignas(64) std::atomic<std::uint32_t> closed_{0};  // close() or shutdown() was called
-  // The gate every task passes in execute(): 0 (open) on the fast path, one load. Bits:
-  // discarding (shutdown(discard): cancel instead of run, set once, never cleared) and paused
-  // (pause() until resume(); changed under pause_mu_, which execute's waiters sleep on).
-  static constexpr std::uint32_t k_gate_discarding = 1;
-  static constexpr std::uint32_t k_gate_paused = 2;
-  // config::on_task_start or on_task_finish is set (from construction on, never cleared): every
-  // task takes execute_gated, which calls them. Unset, the hooks cost nothing beyond this load.
-  static constexpr std::uint32_t k_gate_traced = 4;
-  std::atomic<std::uint32_t> gate_{0};
-  bool discarding() const noexcept {
-    return (gate_.load(std::memory_order_acquire) & k_gate_discarding) != 0;
-  }
-  std::mutex pause_mu_;
-  std::condition_variable pause_cv_;  // resume() or shutdown(): paused workers look again
-  bool stopping_ = false;             // shutdown() began: pause() refused; guarded by pause_mu_
-  std::stop_source stop_;             // pool::get_stop_token; stopped by shutdown()
-  std::mutex shutdown_mu_;            // serialises shutdown(); guards joined_
+  // The gate every task passes in execute() (gate/gate.hpp): on the flags' line, one load.
+  task_gate gate_;
+  bool discarding() const noexcept { return gate_.discarding(); }
+  std::stop_source stop_;   // pool::get_stop_token; stopped by shutdown()
+  std::mutex shutdown_mu_;  // serialises shutdown(); guards joined_
   bool joined_ = false;
-  // Statistics, written by submitters outside the pool: off the flags' line.
-  alignas(64) std::atomic<std::uint64_t> accepted_outside_{0};  // stats::submitted's outside share
-  std::atomic<std::uint64_t> rejected_{0};
-  std::atomic<std::uint64_t> dropped_{0};
+  // The pool-wide counts (statistics/statistics.hpp), on a line of their own.
+  statistics counts_;
 };
 
 // spool_blocking_begin/end and spool::blocking_region: mark the calling worker (if any) as

@@ -20,8 +20,10 @@ struct core_testing {
   static std::uint64_t rescues(const core& c) noexcept {
     return c.sleep_.rescues_.load(std::memory_order_relaxed);
   }
+  // Workers listed as sleepers in c's parker.
+  static std::uint32_t sleepers(const core& c) noexcept { return c.sleep_.parker_.sleepers(); }
   // Whether a listed sleeper holds the timed role.
-  static bool timed_sleeper(const core& c) noexcept { return c.sleep_.sleepers().timed_listed(); }
+  static bool timed_sleeper(const core& c) noexcept { return c.sleep_.parker_.timed_listed(); }
   // Whether the calling thread holds a producer slot of c (without claiming one).
   static bool has_producer_slot(const core& c) noexcept {
     return c.queues_.slots().cached() != nullptr;

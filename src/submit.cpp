@@ -23,10 +23,10 @@ std::error_code core::submit(task* t, priority p) noexcept {
     // past its bound), never blocking. Accepted while draining (it is part of finishing
     // queued work); refused while discarding.
     if (discarding()) return refuse(w, t, errc::shut_down);
-    t->isolation = w->isolation;
+    stamp_region(*t, *w);
     if (p == priority::normal) {
       try {
-        w->deque.push(t);
+        w->push_local(t);
       } catch (...) {
         return refuse(w, t, errc::no_memory);
       }
@@ -55,13 +55,13 @@ std::error_code core::submit(task* t, priority p) noexcept {
     idle_.tally(nullptr, &counters::cancelled, 1);
   }
   if (!err) {
-    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    counts_.accepted_outside();
     sleep_.note_outside();
     sleep_.notify_worker();
     return {};
   }
   if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
-    accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+    counts_.accepted_outside();
     execute(nullptr, t);
     idle_.notify();
     return {};
@@ -78,12 +78,12 @@ std::error_code core::submit_due(task* t, priority p) noexcept {
     why = queues_.shared().push(t, p, /*bypass_bound=*/true).error;  // only no_memory
   }
   if (why) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
+    counts_.rejected();
     idle_.tally(nullptr, &counters::submitted, ~std::uint64_t{0});  // minus one
     idle_.notify();
     return why;
   }
-  accepted_outside_.fetch_add(1, std::memory_order_relaxed);
+  counts_.accepted_outside();
   sleep_.notify_worker();
   return {};
 }
@@ -110,16 +110,19 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
   }
 
   r.error = enter_batch(w, slot, n);
-  ws_deque& deque = own ? w->deque : slot->deque;
   while (!r.error && r.accepted < n) {
     task* t = make(context, r.accepted);
     if (t == nullptr) {
       r.error = errc::no_memory;
       break;
     }
-    if (own) t->isolation = w->isolation;
     try {
-      deque.push(t);
+      if (own) {
+        stamp_region(*t, *w);
+        w->push_local(t);
+      } else {
+        slot->deque.push(t);
+      }
     } catch (...) {
       t->destroy();
       r.error = errc::no_memory;
@@ -154,7 +157,7 @@ std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n)
 }
 
 void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept {
-  rejected_.fetch_add(refused, std::memory_order_relaxed);
+  counts_.rejected(refused);
   if (w != nullptr) {
     idle_.tally(w, &counters::submitted, 0 - refused);
   } else {
@@ -180,7 +183,7 @@ std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
     }
   }
   if (why) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
+    counts_.rejected();
     t->destroy();
     add_owned(slot.entered, ~std::uint64_t{0});  // minus one
     idle_.notify();
@@ -211,7 +214,7 @@ bool core::run_own_task(task* t) noexcept {
 }
 
 std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
-  rejected_.fetch_add(1, std::memory_order_relaxed);
+  counts_.rejected();
   t->destroy();
   idle_.tally(w, &counters::submitted, ~std::uint64_t{0});  // minus one
   // The undone count may be what makes the pool quiescent.

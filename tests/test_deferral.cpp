@@ -63,7 +63,7 @@ void hold_one_worker(spool::pool& pool, const spool_test::gate& release) {
 // the worker round again. (With a long period nothing changes once it is parked.)
 void crowd(spool::pool& pool, const spool_test::gate& release) {
   core& c = pool_access::of(pool);
-  while (c.sleepers().sleepers() != 2) std::this_thread::yield();
+  while (core_testing::sleepers(c) != 2) std::this_thread::yield();
   ASSERT_FALSE(core_testing::timed_sleeper(c));
   hold_one_worker(pool, release);
   for (;;) {
@@ -75,7 +75,7 @@ void crowd(spool::pool& pool, const spool_test::gate& release) {
       if (core_testing::timed_sleeper(c)) return;
       // Counted as a sleeper without the role (the parker sets the role before the count):
       // parked, role lapsed.
-      if (c.sleepers().sleepers() == 1 && !core_testing::timed_sleeper(c)) break;
+      if (core_testing::sleepers(c) == 1 && !core_testing::timed_sleeper(c)) break;
       std::this_thread::yield();
     }
   }

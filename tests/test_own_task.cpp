@@ -137,7 +137,8 @@ struct lock_held_while_searching {
     const auto start = cpu_time();
     release->open();
     for (;;) {
-      if (pool->sleepers().sleepers() != 0 && thread_state(worker_tid.load()) == 'S') {
+      if (spool::detail::core_testing::sleepers(*pool) != 0 &&
+          thread_state(worker_tid.load()) == 'S') {
         parked = true;
         return;
       }

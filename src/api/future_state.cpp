@@ -155,9 +155,9 @@ void state_base::complete(held how) noexcept {
     // only in that second case, and then nobody sleeps in its parker. The two branches do the
     // same, but only the second holds a pin while it does.
     if (on_worker_of(owner_)) {  // NOLINT(bugprone-branch-clone)
-      owner_->sleepers().notify_all();
+      owner_->wake_waiting_workers();
     } else if (pin held(owner()); held) {
-      owner_->sleepers().notify_all();
+      owner_->wake_waiting_workers();
     }
   }
   continuation* list = continuations_.exchange(closed_list(), std::memory_order_acq_rel);

@@ -47,7 +47,7 @@ void join_task::cancel() noexcept { finish(k_dropped); }
 void join_task::finish(std::uint32_t how) noexcept {
   core* owner = owner_;  // after the exchange the forking frame may be gone
   const std::uint32_t old = state_.exchange(how, std::memory_order_seq_cst);
-  if ((old & k_waited) != 0) owner->sleepers().notify_all();
+  if ((old & k_waited) != 0) owner->wake_waiting_workers();
 }
 
 bool core::fork_join(join_task& right, join_call left, void* left_context) noexcept {
@@ -62,9 +62,9 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   if (discarding()) {
     refused = errc::shut_down;
   } else {
-    right.isolation = w->isolation;
+    stamp_region(right, *w);
     try {
-      w->deque.push(&right);
+      w->push_local(&right);
     } catch (...) {
       refused = errc::no_memory;  // the deque could not grow
     }
@@ -77,18 +77,18 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   sleep_.notify_worker();
   left(left_context);
   while (!right.ready()) {
-    task* t = w->deque.pop();
+    task* t = w->pop_local();
     if (t == nullptr) {
       waitable<join_task> target(right);
       help_until(target, nullptr);
       break;
     }
     if (t != &right) {
-      if (w->isolation != 0 && t->isolation != w->isolation) {
+      if (w->isolation != 0 && t->isolation != w->isolation) {  // worker/isolation.hpp
         // Pushed by left() from a nested isolation region: not this region's to run while it
         // waits. Back in place (the deque holds no more than before the pop, so the push
         // cannot grow it), and the isolated wait passes over it.
-        w->deque.push(t);
+        w->push_local(t);
         sleep_.notify_worker();
         waitable<join_task> target(right);
         help_until(target, nullptr);

@@ -111,9 +111,13 @@ bulk_result core::submit_range(range_job* job) noexcept {
   // All n counted before the ticket is visible, as for any batch.
   std::error_code why = enter_batch(w, slot, n);
   if (!why) {
-    if (w != nullptr) first->isolation = w->isolation;
+    if (w != nullptr) stamp_region(*first, *w);
     try {
-      (w != nullptr ? w->deque : slot->deque).push(first);
+      if (w != nullptr) {
+        w->push_local(first);
+      } else {
+        slot->deque.push(first);
+      }
     } catch (...) {
       why = errc::no_memory;
     }
@@ -135,9 +139,9 @@ bool core::leave_ticket(range_ticket& t, worker* w) noexcept {
   t.job_.refs.fetch_add(1, std::memory_order_relaxed);
   auto* next = new (std::nothrow) range_ticket(t.job_, lo, /*spawner=*/false);
   if (next != nullptr) {
-    next->isolation = w->isolation;
+    stamp_region(*next, *w);
     try {
-      w->deque.push(next);
+      w->push_local(next);
       return true;
     } catch (...) {
       delete next;
@@ -170,11 +174,12 @@ outcome core::run_ticket(range_ticket& t) noexcept {
     // One load of the gate per chunk: a discarding shutdown stops
     // the ticket; a pause hands the rest to a fresh ticket, which waits at the gate (no new
     // chunk starts while paused).
-    const std::uint32_t gate = gate_.load(std::memory_order_acquire);
-    if ((gate & k_gate_discarding) != 0) break;
+    const std::uint32_t gate = gate_.bits();
+    if ((gate & task_gate::k_discarding) != 0) break;
     // Work of higher priority waits: hand the rest to a fresh ticket behind it and return.
     const injector& shared = queues_.shared();
-    if (((gate & k_gate_paused) != 0 || (!shared.empty() && shared.queued(priority::high) != 0)) &&
+    if (((gate & task_gate::k_paused) != 0 ||
+         (!shared.empty() && shared.queued(priority::high) != 0)) &&
         leave_ticket(t, w)) {
       sleep_.notify_worker();
       break;
@@ -193,7 +198,7 @@ void core::release_job(range_job& job, worker* w) noexcept {
   const std::size_t unclaimed = job.size - job.next.load(std::memory_order_relaxed);
   job.destroy();
   if (unclaimed != 0) {  // a discarding shutdown stopped the claims
-    dropped_.fetch_add(unclaimed, std::memory_order_relaxed);
+    counts_.dropped(unclaimed);
     idle_.tally(w, &counters::cancelled, unclaimed);
   }
 }

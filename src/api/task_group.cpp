@@ -50,8 +50,9 @@
 // counters. All seq_cst, so (Dekker) either the waiter's read sees the drain, or the finisher
 // sees the waiter and wakes it. An outside waiter reads epoch before the count and sleeps only
 // while epoch is unchanged; the finisher bumps epoch before futex_wake, so a wake cannot fall
-// between the check and the sleep. A worker relies on the parker's prepare()/notify_all()
-// pairing the same way (see worker/wait_target.hpp): it calls prepare() before arm().
+// between the check and the sleep. A worker relies on the parker's announcement and
+// core::wake_waiting_workers() pairing the same way (see worker/wait_target.hpp): its nap
+// announces it before arm(), in the last look.
 #include "spool/task_group.hpp"
 
 #include <atomic>
@@ -265,7 +266,7 @@ class group_state : public std::enable_shared_from_this<group_state> {
     // count is seen here; epoch moves before the futex wake, so a sleeper cannot miss it.
     epoch.fetch_add(1, std::memory_order_seq_cst);
     if (outside_waiters.load(std::memory_order_seq_cst) != 0) futex_wake(epoch, INT_MAX);
-    if (worker_waiters.load(std::memory_order_seq_cst) != 0) owner_.sleepers().notify_all();
+    if (worker_waiters.load(std::memory_order_seq_cst) != 0) owner_.wake_waiting_workers();
   }
 
   struct stop_link {  // the parent's stop reaches this group's source

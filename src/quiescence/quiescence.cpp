@@ -21,6 +21,36 @@ bool quiescence::quiescent() const noexcept {
   return finished == submitted;
 }
 
+namespace {
+
+// The sum of one field of every worker's counters and the outsiders'.
+std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& outside,
+                  std::atomic<std::uint64_t> counters::*field) {
+  std::uint64_t total = (outside.*field).load(std::memory_order_relaxed);
+  for (const auto& w : ws) total += (w->stats.*field).load(std::memory_order_relaxed);
+  return total;
+}
+
+}  // namespace
+
+void quiescence::fill(stats& s) const noexcept {
+  for (const auto& w : workers_.all()) {
+    if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
+  }
+  // The outsiders' submitted count also counts submissions still waiting for room: only the
+  // accepted ones are reported, and the outsiders' share of those is the statistics part's.
+  for (const auto& w : workers_.all()) {
+    s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
+  }
+  for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
+    s.submitted += slots_[i].accepted.load(std::memory_order_relaxed);
+  }
+  s.completed = sum(workers_.all(), outside_, &counters::completed);
+  s.failed = sum(workers_.all(), outside_, &counters::failed);
+  s.cancelled = sum(workers_.all(), outside_, &counters::cancelled);
+  s.stolen = sum(workers_.all(), outside_, &counters::stolen);
+}
+
 void quiescence::notify_waiters() noexcept {
   // Wake the waiter only for a pool it will find quiescent. Every change that can make the
   // pool quiescent is followed, in its thread, by notify()'s barrier and this check; of the

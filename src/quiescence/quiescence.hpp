@@ -25,6 +25,7 @@
 
 #include "queues/producer_slots.hpp"
 #include "quiescence/counters.hpp"
+#include "spool/spool.hpp"
 #include "sync/dekker.hpp"
 #include "worker/worker.hpp"
 
@@ -60,8 +61,19 @@ class quiescence {
     notify_waiters();
   }
 
-  // The outsiders' share of the counts (statistics).
-  const counters& outside() const noexcept { return outside_; }
+  // Adds the per-task counts to a snapshot: tasks running, submitted (accepted from workers
+  // and producer slots), completed, failed, cancelled, stolen. Relaxed: each field exact, not
+  // all at one instant (src/README.md, "Statistics").
+  void fill(stats& s) const noexcept;
+  // What the idle paths read of a worker's counts (its own idle spin; the timed sleeper, of
+  // the others): the tasks it has finished (run, failed, cancelled or dropped), and whether it
+  // is running one now. Relaxed loads: each is a hint, read again at the next decision.
+  std::uint64_t finished_by(const worker& w) const noexcept {
+    return w.stats.finished(std::memory_order_relaxed);
+  }
+  bool running(const worker& w) const noexcept {
+    return w.depth.load(std::memory_order_relaxed) != 0;
+  }
 
  private:
   void notify_waiters() noexcept;

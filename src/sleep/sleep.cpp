@@ -43,12 +43,14 @@ void set_cpus(std::uint32_t n) noexcept { cpus_override.store(n, std::memory_ord
 }  // namespace scheduling_testing
 
 sleep_control::sleep_control(const config& cfg, unsigned min_threads, unsigned max_threads,
-                             const roster& workers, const queues& work, const sizer& threads)
+                             const roster& workers, const queues& work, const sizer& threads,
+                             const quiescence& counts)
     : spin_rounds_(cfg.spin_rounds),
       defer_period_(cfg.defer_period),
       workers_(workers),
       work_(work),
       threads_(threads),
+      counts_(counts),
       parker_(workers.capacity(), max_spinners_for(min_threads)),  // a seat per worker slot
       cpus_(cpus_for_process()),
       keep_awake_(std::max<std::uint32_t>(1, cpus_ - 1)),
@@ -74,14 +76,14 @@ std::uint32_t sleep_control::awake_workers(std::uint32_t extra_asleep) const noe
   return live > idle ? live - idle : 0;
 }
 
-bool sleep_control::retreat(worker& w, bool* timed) noexcept {
+bool sleep_control::retreat_listed(worker& w, bool* timed) noexcept {
   const std::uint32_t live = threads_.live();
   const std::uint32_t blocked = threads_.blocked();
   if (threads_.may_retire()) return false;
   // Not in a blocking region; more of them awake than keep_awake_ (this one included), as a
   // first look without the lock; then decided under it.
   if (live <= blocked || live - blocked <= parker_.sleepers() + keep_awake_) return false;
-  if (!w.deque.empty()) return false;
+  if (w.has_local_work()) return false;
   return parker_.prepare_if_others_awake(w.index, live - blocked, keep_awake_, timed);
 }
 
@@ -126,8 +128,8 @@ bool sleep_control::sleep_timed(worker& w) noexcept {
 bool sleep_control::note_progress(const worker& self) noexcept {
   bool stuck = false;
   for (const auto& w : workers_.all()) {
-    const std::uint64_t finished = w->stats.finished(std::memory_order_relaxed);
-    if (w.get() != &self && w->depth.load(std::memory_order_relaxed) != 0 &&
+    const std::uint64_t finished = counts_.finished_by(*w);
+    if (w.get() != &self && counts_.running(*w) &&
         finished == w->progress_seen.load(std::memory_order_relaxed)) {
       stuck = true;
     }

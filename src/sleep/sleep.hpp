@@ -18,7 +18,11 @@
 //
 // Boundaries: every part that makes a task visible (submission, fork, a range ticket, a
 // stolen batch) calls notify_worker() afterwards; an outside thread about to sleep in spool
-// calls outside_sleeps(). Both are the notifier's half of the pairing with the parker.
+// calls outside_sleeps(). Both are the notifier's half of the pairing with the parker. Whoever
+// completes something a helping worker may sleep on (a future, a group, a fork's half) calls
+// wake_all(). The sleeper's half is nap() (and retreat()), the one parking protocol, which the
+// worker loop and help_until both call; the parker itself is not handed out. What the timed
+// sleeper reads of other workers' progress it asks quiescence/ for (finished_by, running).
 #pragma once
 
 #include <sched.h>
@@ -29,6 +33,7 @@
 #include <cstdint>
 
 #include "queues/queues.hpp"
+#include "quiescence/quiescence.hpp"
 #include "sleep/parker.hpp"
 #include "spool/spool.hpp"
 #include "sync/cpu_relax.hpp"
@@ -42,12 +47,10 @@ struct core_testing;
 class sleep_control {
  public:
   sleep_control(const config& cfg, unsigned min_threads, unsigned max_threads,
-                const roster& workers, const queues& work, const sizer& threads);
+                const roster& workers, const queues& work, const sizer& threads,
+                const quiescence& counts);
   sleep_control(const sleep_control&) = delete;
   sleep_control& operator=(const sleep_control&) = delete;
-
-  parker& sleepers() noexcept { return parker_; }
-  const parker& sleepers() const noexcept { return parker_; }
 
   // ---- Notifiers ----
 
@@ -72,7 +75,8 @@ class sleep_control {
   void wake_for_surplus() noexcept {
     if (work_.has_work()) notify_worker();
   }
-  // Wakes every sleeper: shutdown, and a completion a helping worker sleeps on.
+  // Wakes every sleeper: shutdown, and a completion a helping worker sleeps on (the waker's
+  // half of wait_target's pairing).
   void wake_all() noexcept { parker_.notify_all(); }
 
   // ---- Idle workers ----
@@ -134,23 +138,82 @@ class sleep_control {
   // Whether w, about to park, should ask for the timed role: the pool would be crowded
   // without it, and w is not one that retires when idle (those park with their own deadline).
   bool wants_timed_role(bool may_retire) const noexcept { return !may_retire && crowded(1); }
+
+  // ---- The parking protocol (sleep/README.md, "Parking and waking") ----
+
+  // How a nap ended.
+  enum class nap_end : unsigned char {
+    declined,          // retreat() only: the worker stayed awake, nothing was announced
+    withdrawn,         // the last look said not to sleep; the announcement is withdrawn
+    withdrawn_chosen,  // as withdrawn, but a notify_one had chosen this worker: the spinner's
+                       // count it held is given back, and the caller must take the work it
+                       // found or make sure someone will (wake_for_surplus)
+    woken,             // woken, not counted as a spinner (notify_all, or the timed role ended)
+    searching,         // chosen by notify_one: counts as a spinner until searched()
+    timed_out,         // the deadline passed; w is no longer listed
+  };
+  // How to sleep: ask for the timed role (then without a deadline: the role brings its own),
+  // be listed last (an isolated waiter), and sleep until woken or until *deadline (read only
+  // after the last look, which may set it).
+  struct nap_plan {
+    bool want_timed = false;
+    bool wake_last = false;
+    const std::chrono::steady_clock::time_point* deadline = nullptr;
+  };
+  // The one way a worker sleeps, for the worker loop and help_until alike: announce (the
+  // parker's prepare: a seq_cst read-modify-write, then heavy_barrier()), then last_look(),
+  // then, unless it returned true, park; a worker leaves the list when a notifier, the
+  // deadline or the withdrawal takes it off. last_look runs after the announcement, so any
+  // work a notifier made visible without seeing this worker listed is found there (the Dekker
+  // pairing with notify_one). Inline: it is the idle loop's, once per sleep.
+  template <class LastLook>
+  nap_end nap(worker& w, const nap_plan& plan, LastLook last_look) noexcept {
+    const bool timed = parker_.prepare(w.index, plan.want_timed, plan.wake_last);
+    if (last_look()) return withdraw(w);
+    return sleep_listed(w, timed, plan.deadline);
+  }
+  // After may_retreat(): in a crowded pool with more workers awake than it needs, w lists
+  // itself as a sleeper although work may be queued (retreat_listed: no last look for work,
+  // which it leaves to the others); after_listing() then runs as nap's last look (it sees
+  // terminate) and the worker sleeps, holding the timed role if it got it. `declined`: w
+  // stays awake, and after_listing did not run.
+  template <class AfterListing>
+  nap_end retreat(worker& w, AfterListing after_listing) noexcept {
+    bool timed = false;
+    if (!retreat_listed(w, &timed)) return nap_end::declined;
+    if (after_listing()) return withdraw(w);
+    return sleep_listed(w, timed, nullptr);
+  }
   // After a task: whether a worker may have to retreat (deferral can make workers retreat, and
   // an outside thread submitted lately). Two loads: this runs after every task.
   bool may_retreat() const noexcept {
     return retreats_ && outside_active_.load(std::memory_order_relaxed) != 0;
   }
-  // After may_retreat(): in a crowded pool with more workers awake than it needs, w lists
-  // itself as a sleeper although work may be queued, and must then park (sleep_timed if
-  // *timed). False: nothing was done.
-  bool retreat(worker& w, bool* timed) noexcept;
-  // Parks w, which holds the timed role, period after period while it decides to keep
-  // deferring. Returns whether a notifier chose it (parker::wake::searching).
-  bool sleep_timed(worker& w) noexcept;
-  // Parks w without a deadline. Returns whether a notifier chose it.
-  bool park(worker& w) noexcept { return parker_.park(w.index) == parker::wake::searching; }
 
  private:
   friend struct core_testing;
+
+  // Takes listed w off the list (nap's withdrawal).
+  nap_end withdraw(worker& w) noexcept {
+    return parker_.cancel(w.index) ? nap_end::withdrawn_chosen : nap_end::withdrawn;
+  }
+  // Listed w sleeps: period by period while it holds the timed role (sleep_timed), else until
+  // woken or the deadline.
+  nap_end sleep_listed(worker& w, bool timed,
+                       const std::chrono::steady_clock::time_point* deadline) noexcept {
+    if (timed) return sleep_timed(w) ? nap_end::searching : nap_end::woken;
+    const parker::wake how =
+        deadline == nullptr ? parker_.park(w.index) : parker_.park_until(w.index, *deadline);
+    return how == parker::wake::searching   ? nap_end::searching
+           : how == parker::wake::timed_out ? nap_end::timed_out
+                                            : nap_end::woken;
+  }
+  // retreat()'s announcement: lists w (prepare_if_others_awake) if the pool is crowded and w
+  // has nothing of its own queued. False: nothing was done.
+  bool retreat_listed(worker& w, bool* timed) noexcept;
+  // Parks w, which holds the timed role, period after period while it decides to keep
+  // deferring. Returns whether a notifier chose it (parker::wake::searching).
+  bool sleep_timed(worker& w) noexcept;
 
   // Rounds of spin() that only pause (16 pauses each) before later rounds yield (a few
   // microseconds), and the pauses between two looks in those rounds.
@@ -180,6 +243,7 @@ class sleep_control {
   const roster& workers_;
   const queues& work_;
   const sizer& threads_;
+  const quiescence& counts_;
   parker parker_;
   // The CPUs this process may run on (sched_getaffinity, at construction).
   const std::uint32_t cpus_;

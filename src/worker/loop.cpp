@@ -3,41 +3,19 @@
 // going idle tells quiescence/. help_until() is the same loop run by a worker that waits on a
 // future, a group or a fork's half.
 //
-// The parking protocol (sleep/README.md): a worker that found nothing announces itself in
-// the parker (prepare), looks once more, and only then sleeps. A worker woken by notify_one
+// The parking protocol (sleep/README.md) is sleep_control::nap, called from rest() and from
+// help_until() with their own last looks: a worker that found nothing announces itself, looks
+// once more, and only then sleeps. A worker woken by notify_one
 // counts as a spinner until it has looked once (`searching`); it then stops, as a spinner
 // does, and either takes what it found (and take() passes the baton on) or looks again before
 // parking.
 //
-// Isolation (spool::isolate). Choice: a region the caller opens, as oneTBB's isolate, rather
-// than every wait running only its own subtree. A wait does not know its subtree (a future
-// may come from any thread, a group's tasks from anywhere), and restricting every wait would
-// take away the help that makes waiting cheap and lets unrelated tasks use a waiting worker.
-// So waits help with anything by default, and a region is the opt-in for code that waits and
-// only afterwards releases something another task may block on.
-//  - Every task carries the region it was submitted in (task::isolation), copied from the
-//    submitting worker's current region (worker::isolation) by every path that queues a task
-//    from a worker: submit, submit_bulk, range tickets, fork_join.
-//  - execute() runs a task in its own region and restores the worker's afterwards; isolate()
-//    opens a fresh region number and restores the outer one on the way out, exception or
-//    not. Numbers repeat only after 2^32 regions; isolation_enter says what a repeat costs.
-//  - Invariant: while a worker's region R is not 0, help_until runs only tasks tagged R, and
-//    the one task it waits for directly, whatever its region (a future's own task; find_for_wait
-//    -> queues::find_isolated; fork_join's own pops of the tasks above its half likewise,
-//    api/join.cpp). Running the awaited task itself can block nothing the wait would not have
-//    blocked: the wait cannot return before it ran. Without it, a task that submits b and then
-//    waits on b inside a region would wait for good on a one-thread pool, b being in its own
-//    deque and of no region. Any other task outside R that the waited-for work depends on is
-//    run by another worker, exactly as in a pool whose waits block; so isolation adds no
-//    deadlock a blocking pool would not have, and removes the one helping adds.
-//  - find_isolated pops past other tasks at the bottom of the worker's own deque and pushes
-//    them back, then notifies (they were out of sight), and does not steal. An isolated
-//    waiter parks at the far end of the sleepers' list (parker::prepare's wake_last), and if a
-//    submission's wake-up reaches it anyway it passes the wake-up on (wake_for_surplus), so a
-//    task it may not run is never left with every other worker asleep.
+// Isolation (spool::isolate): the rules, and why an isolated wait adds no deadlock, are in
+// isolation.hpp; run_task enters the task's region and help_until asks in_region().
 #include <cstdio>
 
 #include "core.hpp"
+#include "worker/isolation.hpp"
 
 namespace spool::detail {
 namespace {
@@ -84,7 +62,7 @@ void core::run_worker(worker& w) noexcept {
       threads_.went_idle(w);
       w.idle_since = worker::clock::now();
     }
-    const std::uint64_t finished = w.stats.finished(std::memory_order_relaxed);
+    const std::uint64_t finished = idle_.finished_by(w);
     const bool after_one = finished - w.finished_at_idle <= 1;
     w.finished_at_idle = finished;
     if (sleep_.idle_spin(w.short_gap, after_one)) continue;
@@ -108,22 +86,19 @@ void core::found_work(worker& w) noexcept {
 void core::retreat(worker& w, bool& searching) noexcept {
   // A crowded pool's extra worker leaves the queued work to the others and sleeps; work it
   // leaves is deferred work, which a timed sleeper watches (sleep_control::retreat).
-  bool timed = false;
-  if (!sleep_.retreat(w, &timed)) return;
-  threads_.went_idle(w);
-  idle_.notify();
-  if (threads_.terminating()) {
-    sleep_.sleepers().cancel(w.index);
-    return;
-  }
-  searching = timed ? sleep_.sleep_timed(w) : sleep_.park(w);
+  const auto end = sleep_.retreat(w, [&] {
+    threads_.went_idle(w);
+    idle_.notify();
+    return threads_.terminating();
+  });
+  searching = end == sleep_control::nap_end::searching;  // false before: run_worker searched()
 }
 
 core::rest_end core::rest(worker& w, bool& searching) noexcept {
   // Above min_threads a worker sleeps at most until it has been idle for keep_alive, then
   // retires. At or below it sleeps without a timeout (an idle pool makes no wake-ups), or,
   // holding the timed role while the pool is crowded, period by period (sleep_timed).
-  parker& p = sleep_.sleepers();
+  using nap_end = sleep_control::nap_end;
   if (threads_.over_max()) {
     // resize() lowered max_threads below the live count: an idle worker retires at once. As
     // after keep_alive below, it is not among the sleepers, so it looks once more first (a
@@ -137,30 +112,28 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     if (threads_.try_retire(w, scale_event::cause::resize)) return rest_end::retired;
   }
   const bool may_retire = threads_.may_retire();
-  // The parker's protocol: announce, look once more, then sleep.
-  const bool timed = p.prepare(w.index, sleep_.wants_timed_role(may_retire));
-  // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
-  idle_.notify();
-  if (threads_.terminating()) {
-    p.cancel(w.index);
-    return rest_end::terminate;
-  }
-  if (task* t = queues_.find_task(w)) {
-    p.cancel(w.index);  // a spinner's count it held is given back; take() passes it on
-    take(w, t);
+  std::chrono::steady_clock::time_point retire_at{};  // set by the last look, read by the park
+  const sleep_control::nap_plan plan{.want_timed = sleep_.wants_timed_role(may_retire),
+                                     .deadline = may_retire ? &retire_at : nullptr};
+  bool terminate = false;
+  task* found = nullptr;
+  const nap_end end = sleep_.nap(w, plan, [&] {
+    // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
+    idle_.notify();
+    terminate = threads_.terminating();
+    if (terminate || (found = queues_.find_task(w)) != nullptr) return true;
+    // After the announcement, so a resize() that moves the deadline either is seen here or
+    // finds this worker listed and wakes it.
+    if (may_retire) retire_at = threads_.retire_at(w);
+    return false;
+  });
+  if (terminate) return rest_end::terminate;
+  if (found != nullptr) {
+    take(w, found);  // a spinner's count it held was given back; take() passes it on
     return rest_end::looked;
   }
-  if (timed) {
-    searching = sleep_.sleep_timed(w);
-    return rest_end::looked;
-  }
-  if (!may_retire) {
-    searching = sleep_.park(w);
-    return rest_end::looked;
-  }
-  const parker::wake how = p.park_until(w.index, threads_.retire_at(w));
-  if (how != parker::wake::timed_out) {
-    searching = how == parker::wake::searching;
+  if (end != nap_end::timed_out) {
+    searching = end == nap_end::searching;
     return rest_end::looked;
   }
   // Idle for keep_alive and no longer among the sleepers: look once more (a waker that saw
@@ -191,17 +164,15 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   }
   // The task runs in the region it was submitted in, and so do the tasks it submits and its
   // waits; the worker's own region comes back when it returns (the task may be freed by then).
-  const region_id outer = w->isolation;
-  w->isolation = t->isolation;
+  const region_scope region(*w, *t);
   add_owned32(w->depth, +1);
   const outcome how = t->run(*this);
   add_owned32(w->depth, -1);
-  w->isolation = outer;
   return how;
 }
 
 void core::execute(worker* w, task* t) noexcept {
-  if (gate_.load(std::memory_order_acquire) != 0) {
+  if (gate_.bits() != 0) {
     execute_gated(w, t);
     return;
   }
@@ -231,7 +202,7 @@ task_end end_of(outcome how) noexcept {
 
 void core::execute_gated(worker* w, task* t) noexcept {
   if (!pass_gate(w, t)) return;
-  if ((gate_.load(std::memory_order_relaxed) & k_gate_traced) == 0) {
+  if (!gate_.traced()) {
     tally_outcome(w, run_task(w, t));
     return;
   }
@@ -245,13 +216,13 @@ void core::execute_gated(worker* w, task* t) noexcept {
 
 bool core::help_until(wait_target& until,
                       const std::chrono::steady_clock::time_point* deadline) noexcept {
+  using nap_end = sleep_control::nap_end;
   worker& w = *tls_worker;
-  parker& p = sleep_.sleepers();
   // Inside an isolation region the wait runs only that region's tasks (find_for_wait). Such a
-  // waiter lists itself to be woken last by submissions (prepare's wake_last): they are meant
+  // waiter lists itself to be woken last by submissions (nap_plan::wake_last): they are meant
   // for workers that may take any task. Chosen all the same and finding nothing of its region,
   // it passes the wake-up on (stop_searching's wake_for_surplus), so no task is left behind.
-  const bool isolated = w.isolation != 0;
+  const bool isolated = in_region(w);
   // As in run_worker: woken by notify_one, this thread counts as a spinner until it has
   // looked once. A helper may leave right after (its target is done), so it gives the count
   // back and, like a worker that found a task, wakes one sleeper if work is queued.
@@ -280,50 +251,30 @@ bool core::help_until(wait_target& until,
       if (!until.done()) sleep_.wake_for_surplus();
       continue;
     }
-    p.prepare(w.index, /*want_timed=*/false, /*wake_last=*/isolated);
-    // After prepare(): either the waker sees our announcement and wakes the parker, or we see
-    // the target done here (arm() and the waker's check pair up; see wait_target).
-    if (until.arm()) {
-      if (p.cancel(w.index)) sleep_.wake_for_surplus();
+    // The parking protocol (sleep_control::nap). The last look: either the waker sees our
+    // announcement and wakes us, or we see the target done here (arm() and the waker's check
+    // pair up; see wait_target), or a task we may run.
+    bool target_done = false;
+    task* last = nullptr;
+    const sleep_control::nap_plan plan{.wake_last = isolated, .deadline = deadline};
+    const nap_end end = sleep_.nap(w, plan, [&] {
+      target_done = until.arm();
+      return target_done ||
+             (last = find_for_wait(w, until.direct(), /*last_look=*/true)) != nullptr;
+    });
+    if (target_done) {
+      if (end == nap_end::withdrawn_chosen) sleep_.wake_for_surplus();
       return true;
     }
-    if (task* t = find_for_wait(w, until.direct(), /*last_look=*/true)) {
-      p.cancel(w.index);
-      until.disarm();
+    until.disarm();
+    if (last != nullptr) {
       sleep_.wake_for_surplus();
-      execute(&w, t);
+      execute(&w, last);
       continue;
     }
-    parker::wake how;
-    if (deadline == nullptr) {
-      how = p.park(w.index);
-    } else {
-      how = p.park_until(w.index, *deadline);
-    }
-    until.disarm();
-    if (how == parker::wake::timed_out) return until.done();
-    searching = how == parker::wake::searching;
+    if (end == nap_end::timed_out) return until.done();
+    searching = end == nap_end::searching;
   }
-}
-
-region_id isolation_enter() noexcept {
-  worker* w = tls_worker;
-  if (w == nullptr) return 0;
-  // A fresh number for each region from a process-wide 32-bit counter that skips 0, so a
-  // number repeats only after 2^32 regions (task::isolation is 32 bits to keep every task
-  // small). Only then could a region's waits take a task of an older region with the same
-  // number, still queued or still open: the help any wait outside a region gives, so the
-  // worst case is the hazard isolation exists to remove, never a lost or doubled task.
-  static std::atomic<region_id> next_region{1};
-  const region_id outer = w->isolation;
-  region_id fresh = next_region.fetch_add(1, std::memory_order_relaxed);
-  if (fresh == 0) fresh = next_region.fetch_add(1, std::memory_order_relaxed);
-  w->isolation = fresh;
-  return outer;
-}
-
-void isolation_leave(region_id outer) noexcept {
-  if (worker* w = tls_worker) w->isolation = outer;
 }
 
 }  // namespace spool::detail

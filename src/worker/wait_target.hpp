@@ -1,10 +1,10 @@
 // worker/wait_target.hpp: something a worker can wait on while it helps (core::help_until):
 // a future's state, a task group, a fork's half.
 //
-// Boundary with sleep/: the waker (whoever makes done() true) must call the parker's
-// notify_all() if a worker is armed. arm() and the waker's check pair like the parker (each
-// side writes, then reads the other's word, both seq_cst), so the waiter either sees done() or
-// is woken (api/README.md, "Futures").
+// Boundary with sleep/: the waker (whoever makes done() true) must call
+// core::wake_waiting_workers() if a worker is armed. arm() and the waker's check pair like the
+// parker (each side writes, then reads the other's word, both seq_cst), so the waiter either
+// sees done() or is woken (api/README.md, "Futures").
 #pragma once
 
 #include "spool/detail/task.hpp"

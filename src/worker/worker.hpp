@@ -3,7 +3,8 @@
 // Slots are created on demand up to max_threads and live as long as the pool; a retired
 // thread's slot (its deque empty, its counters kept) is reused by a later thread. Each part
 // keeps its per-worker state here, and only that part touches it: the queues (deque, batch and
-// the search's bookkeeping), counting (counters, depth), deferral (progress_seen) and the
+// the search's bookkeeping; the deque is private to them, others use push_local, pop_local and
+// has_local_work), counting (counters, depth), deferral (progress_seen) and the
 // sizer (thread_slot).
 //
 // The roster publishes slots by a release store of their count after construction, never
@@ -26,6 +27,7 @@
 namespace spool::detail {
 
 class core;
+class queues;
 
 struct worker {
   using clock = std::chrono::steady_clock;
@@ -35,8 +37,21 @@ struct worker {
   const unsigned index;  // also the worker's seat in the parker
 
   // queues/: this worker's deque, the run of a producer slot's tasks it took (stolen_batch.hpp),
-  // and the search's bookkeeping, owner only.
+  // and the search's bookkeeping, owner only. The deque is the queues part's (it steals from
+  // it and counts it); the parts that queue a task from this worker (submission, fork/join,
+  // range tickets) and the sleep part reach it only through the owner's calls below, on the
+  // owner's thread. Inline: a worker's submission is one push.
+  // Pushes t at the bottom; throws std::bad_alloc if the deque cannot grow.
+  void push_local(task* t) { deque.push(t); }
+  // The newest task pushed here and not yet taken, or null.
+  task* pop_local() noexcept { return deque.pop(); }
+  bool has_local_work() const noexcept { return !deque.empty(); }
+
+ private:
+  friend class queues;
   ws_deque deque;
+
+ public:
   stolen_batch batch;
   std::uint64_t rng;  // victim selection
   // Whose stolen batch this worker last took a task from: tried first by the next steal,
@@ -52,9 +67,9 @@ struct worker {
   bool high_streak = false;      // the last task taken was high priority
   clock::time_point high_since;  // when that run of high-priority tasks began
 
-  // worker/loop.cpp: the isolation region this worker is in (spool::isolate): the region of
-  // the task it runs, or one an isolate() call on it opened; 0 for none. Owner only. Tasks it
-  // submits carry it, and its waits (help_until) run only tasks that carry it.
+  // worker/isolation.hpp: the isolation region this worker is in (spool::isolate): the region
+  // of the task it runs, or one an isolate() call on it opened; 0 for none. Owner only. Tasks
+  // it submits carry it, and its waits (help_until) run only tasks that carry it.
   region_id isolation = 0;
 
   // quiescence/: this worker's counts (written by it alone), and the tasks it is running

@@ -16,7 +16,7 @@ namespace spool::detail {
 class core;
 
 // An isolation region's number (spool::isolate); 0 is no region. 32 bits keep task small:
-// see isolation_enter (src/worker/loop.cpp) for when numbers repeat.
+// see isolation_enter (src/worker/isolation.cpp) for when numbers repeat.
 using region_id = std::uint32_t;
 
 // A pool as a future's state, a continuation or a timer knows it: its core, and the stamp of
