@@ -1,4 +1,4 @@
-// spool/priority.hpp: the priority of a submission (spool/spool.hpp says how each level runs).
+// spool/priority.hpp: the priority of a submission (spool/pool.hpp says how each level runs).
 #pragma once
 
 namespace spool {

@@ -232,7 +232,7 @@ spool_pool* spool_this_pool(void);
 /* A static English description of a SPOOL_E* code. */
 const char* spool_strerror(int code);
 
-/* ---- run-time control and the process-wide pool (see spool::pool in spool.hpp) ---- */
+/* ---- run-time control and the process-wide pool (see spool::pool in spool/pool.hpp) ---- */
 
 /* Changes the elastic bounds: threads start at once up to min_threads; threads above
  * max_threads retire as each finds no work (a running task is never interrupted). SPOOL_EINVAL

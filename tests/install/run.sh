@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install test: build spool (release), `cmake --install` it into a fresh temporary
-# prefix, then build and run outside consumers against that prefix only:
+# prefix, check that every header of include/ is installed and that each public C++ header
+# compiles on its own there, then build and run outside consumers against that prefix only:
 #   1. CMake:      find_package(spool) via CMAKE_PREFIX_PATH -> spool::spool and spool::spool_static,
 #                  and the queue: spool::queue, spool::queue_static, its C API, bin/spool-queue
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs spool)           (libspool.so, LD_LIBRARY_PATH)
@@ -11,7 +12,7 @@
 # Environment:
 #   SPOOL_INSTALL_BUILD_DIR  library build dir (default: <repo>/build/install-test)
 #   KEEP_TMP=1               keep the temporary prefix/consumer build dirs
-#   CC, CMAKE_GENERATOR      as usual (defaults: cc, Ninja when available)
+#   CC, CXX, CMAKE_GENERATOR as usual (defaults: cc, c++, Ninja when available)
 set -euo pipefail
 # NB: no `producer | grep -q` pipelines here: with pipefail, grep -q exiting at the
 # first match can kill the producer with SIGPIPE and fail the pipeline spuriously.
@@ -20,6 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build="${SPOOL_INSTALL_BUILD_DIR:-$repo/build/install-test}"
 cc="${CC:-cc}"
+cxx="${CXX:-c++}"
 gen="${CMAKE_GENERATOR:-}"
 if [[ -z "$gen" ]] && command -v ninja >/dev/null 2>&1; then gen=Ninja; fi
 gen_args=()
@@ -63,6 +65,16 @@ for f in "$libdir/libspool.so" "$libdir/libspool.so.0" "$libdir/libspool.a" \
          "$prefix/include/spool/tpool.h"; do
   [[ -e "$f" ]] || fail "missing installed file: ${f#"$prefix"/}"
 done
+# Every header of the source tree is installed (detail/ included: the public templates need
+# it), and each public header compiles on its own against the prefix alone.
+while IFS= read -r h; do
+  [[ -e "$prefix/include/$h" ]] || fail "missing installed header: include/$h"
+done < <(cd "$repo/include" && find spool -type f \( -name '*.h' -o -name '*.hpp' \) | LC_ALL=C sort)
+step "each installed public C++ header compiles alone ($cxx -fsyntax-only)"
+while IFS= read -r h; do
+  "$cxx" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" -x c++ - \
+    <<<"#include <$h>" || fail "installed header $h does not compile alone"
+done < <(cd "$prefix/include" && find spool -maxdepth 1 -type f -name '*.hpp' | LC_ALL=C sort)
 soname="$(readelf -d "$libdir/libspool.so" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')"
 [[ "$soname" == libspool.so.0 ]] || fail "SONAME is '$soname', expected libspool.so.0"
 

@@ -27,7 +27,7 @@ class shared_future;
 namespace spool::detail {
 
 template <class T>
-struct future_access;  // spool/future.hpp
+struct future_access;  // spool/detail/future_access.hpp
 class state_base;
 
 // ---- Continuations ----
@@ -438,7 +438,7 @@ class promise_state final : public unqueued_state<R> {
   using unqueued_state<R>::unqueued_state;
   // Stores the value and completes; false if the future was cancelled (nothing stored). A
   // throwing constructor of the value makes that exception the result (published after the
-  // handler has ended: see coro.hpp's run_root).
+  // handler has ended: see detail/coro_task.hpp's run_root).
   template <class... A>
   bool set_value(A&&... args) noexcept {
     if (!this->try_claim()) return false;

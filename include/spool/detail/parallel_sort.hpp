@@ -66,7 +66,7 @@
 #include <vector>
 
 #include "spool/detail/parallel_support.hpp"
-#include "spool/spool.hpp"
+#include "spool/pool.hpp"
 
 namespace spool {
 

@@ -16,7 +16,7 @@
 #include "spool/detail/join_task.hpp"
 #include "spool/error.hpp"
 #include "spool/future.hpp"
-#include "spool/spool.hpp"
+#include "spool/pool.hpp"
 
 namespace spool {
 
