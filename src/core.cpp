@@ -138,7 +138,7 @@ void core::resume() noexcept {
   sleep_.wake_for_surplus();
 }
 
-bool core::pass_gate(worker* w, task* t) noexcept {
+bool core::pass_gate(worker* w, work_item* t) noexcept {
   // The gate is closed (paused, discarding, or traced: then this passes at once). A pause holds
   // this thread, with t, until resume() or shutdown() opens it (gate::hold_while_paused). Tasks
   // it held count as neither queued nor running.
@@ -199,7 +199,7 @@ std::error_code core::shutdown(shutdown_mode mode,
     // The injector is closed and worker submissions are refused, so this sweep only shrinks
     // the queues. A running task may still push after it (it read the gate just before it
     // was set); execute() cancels such a task when a worker takes it.
-    if (mode == shutdown_mode::discard) queues_.drain([this](task* t) { drop(nullptr, t); });
+    if (mode == shutdown_mode::discard) queues_.drain([this](work_item* t) { drop(nullptr, t); });
     // A paused pool is resumed for good: held tasks run (drain) or are dropped (discard), and
     // no later pause() can stop the drain.
     gate_.stop();
@@ -211,7 +211,7 @@ std::error_code core::shutdown(shutdown_mode mode,
       if (!idle_.wait_until(*deadline)) {
         r.timed_out = true;
         gate_.start_discarding();
-        queues_.drain([this](task* t) { drop(nullptr, t); });
+        queues_.drain([this](work_item* t) { drop(nullptr, t); });
       }
     }
     // Draining or discarding, every accepted task leaves through execute() or drop(), which
@@ -225,7 +225,7 @@ std::error_code core::shutdown(shutdown_mode mode,
   return {};
 }
 
-void core::drop(worker* w, task* t) noexcept {
+void core::drop(worker* w, work_item* t) noexcept {
   t->cancel();
   counts_.dropped();
   idle_.tally(w, &counters::cancelled, 1);

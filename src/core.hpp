@@ -36,7 +36,7 @@
 #include "sleep/sleep.hpp"
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/join_task.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/spool.hpp"
 #include "statistics/statistics.hpp"
 #include "timers/timers.hpp"
@@ -60,10 +60,11 @@ class core {
   // ---- Submission (submit.cpp) ----
 
   // Takes ownership of t: it is queued, run (caller_runs), or destroyed (refused).
-  std::error_code submit(task* t, priority p = priority::normal) noexcept;
+  std::error_code submit(work_item* t, priority p = priority::normal) noexcept;
   // Submits n tasks made by make(context, i), in order, stopping at the first that cannot be
   // made (null: no_memory) or is refused. See pool::try_post_bulk.
-  bulk_result submit_bulk(std::size_t n, task* (*make)(void*, std::size_t), void* context) noexcept;
+  bulk_result submit_bulk(std::size_t n, work_item* (*make)(void*, std::size_t),
+                          void* context) noexcept;
   // Range submissions (pool::try_post_n; api/range.cpp). takes_ranges(): whether one from the
   // calling thread goes in whole (it is a worker of this pool, or has a producer slot).
   // submit_range takes ownership of job and submits all of it, or frees it and says why not.
@@ -74,7 +75,7 @@ class core {
   // a refused due timer would lose its run), so it is refused only after close() (errc::
   // shut_down, checked after the count as submit_to_slot does) or for
   // memory. Never blocks; on refusal t stays the caller's, for it to report the error.
-  std::error_code submit_due(task* t, priority p) noexcept;
+  std::error_code submit_due(work_item* t, priority p) noexcept;
 
   // The pool's timer queue (timers/timers.hpp).
   timers& timer_queue() noexcept { return timers_; }
@@ -149,7 +150,7 @@ class core {
   // A thread outside the pool about to wait on t's result: if t is still queued at the front
   // of that thread's own producer slot, takes it back and runs it here (queues::take_back;
   // src/README.md, "An outside waiter runs its own task"). True if it ran (or was dropped).
-  bool run_own_task(task* t) noexcept;
+  bool run_own_task(work_item* t) noexcept;
   // Whether the calling thread is inside a run_own_task of this pool: a wait_idle, shutdown
   // or destruction from there would wait for the task it is called from (would_deadlock).
   bool runs_own_task_here() const noexcept;
@@ -179,17 +180,17 @@ class core {
   std::error_code enter_batch(worker* w, producer_slot* slot, std::size_t n) noexcept;
   void leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept;
   // Submission from outside the pool into the calling thread's own slot.
-  std::error_code submit_to_slot(producer_slot& slot, task* t) noexcept;
+  std::error_code submit_to_slot(producer_slot& slot, work_item* t) noexcept;
   // Whether close() has been called; read after light_barrier(), the frequent side of the
   // pairing with close() (see close()).
   bool closed_after_barrier() noexcept { return load_after_light_barrier(closed_) != 0; }
   // Undoes a submission's count, frees the task and reports why.
-  std::error_code refuse(worker* w, task* t, std::error_code why) noexcept;
+  std::error_code refuse(worker* w, work_item* t, std::error_code why) noexcept;
 
   // The worker loop (worker/loop.cpp).
   // Runs t on w, which found it; if w was idle, it passes surplus work on first (found_work).
   // Inline: every task a worker finds goes through here, and the check is one load.
-  void take(worker& w, task* t) noexcept {
+  void take(worker& w, work_item* t) noexcept {
     if (threads_.idle(w)) found_work(w);
     execute(&w, t);
   }
@@ -203,22 +204,22 @@ class core {
   rest_end rest(worker& w, bool& searching) noexcept;
   // Runs or, while discarding, cancels t; w is null for a thread outside the pool. While the
   // pool is paused it first waits for resume() (or a discarding shutdown).
-  void execute(worker* w, task* t) noexcept;
+  void execute(worker* w, work_item* t) noexcept;
   // execute() when the gate is not open: paused, discarding, or traced.
-  void execute_gated(worker* w, task* t) noexcept;
+  void execute_gated(worker* w, work_item* t) noexcept;
   // Runs t (in its isolation region, counted as running on w) and returns how it ended.
-  outcome run_task(worker* w, task* t) noexcept;
+  outcome run_task(worker* w, work_item* t) noexcept;
   // Counts a task that ran as completed, failed or cancelled (w: null outside the pool).
   void tally_outcome(worker* w, outcome how) noexcept;
   // What help_until runs: any task, or inside an isolation region only that region's and the
   // task waited for itself (last_look: the look after prepare(), see queues::find_isolated).
-  task* find_for_wait(worker& w, const task* direct, bool last_look = false) noexcept {
+  work_item* find_for_wait(worker& w, const work_item* direct, bool last_look = false) noexcept {
     return in_region(w) ? queues_.find_isolated(w, wait_match(w, direct), !last_look)
                         : queues_.find_task(w);
   }
   // Part of execute_gated: false if t was dropped (discarding), true once it may run (after
   // waiting out a pause).
-  bool pass_gate(worker* w, task* t) noexcept;
+  bool pass_gate(worker* w, work_item* t) noexcept;
 
   // Range tickets (api/range.cpp, whose header comment gives the invariants).
   outcome run_ticket(range_ticket& t) noexcept;
@@ -232,7 +233,7 @@ class core {
 
   // Shutdown (core.cpp).
   // Cancels t and counts it as dropped (w: the counting worker, or null for any other thread).
-  void drop(worker* w, task* t) noexcept;
+  void drop(worker* w, work_item* t) noexcept;
   // Outside threads only: sleeps until every accepted task has finished.
   void wait_quiescent() noexcept;
   void stop_workers() noexcept;

@@ -16,7 +16,7 @@ constexpr std::size_t k_bulk_notify = 64;
 
 }  // namespace
 
-std::error_code core::submit(task* t, priority p) noexcept {
+std::error_code core::submit(work_item* t, priority p) noexcept {
   if (worker* w = own_worker()) {
     idle_.tally(w, &counters::submitted, 1);
     // From inside the pool: the worker's own deque (or, for another priority, the injector
@@ -69,7 +69,7 @@ std::error_code core::submit(task* t, priority p) noexcept {
   return refuse(nullptr, t, err);
 }
 
-std::error_code core::submit_due(task* t, priority p) noexcept {
+std::error_code core::submit_due(work_item* t, priority p) noexcept {
   idle_.tally(nullptr, &counters::submitted, 1);
   std::error_code why;
   if (closed_after_barrier()) {
@@ -88,7 +88,7 @@ std::error_code core::submit_due(task* t, priority p) noexcept {
   return {};
 }
 
-bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
+bulk_result core::submit_bulk(std::size_t n, work_item* (*make)(void*, std::size_t),
                               void* context) noexcept {
   bulk_result r;
   if (n == 0) return r;
@@ -99,7 +99,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
     // Through the injector (a bounded pool, or more outside threads than slots): each task
     // meets the bound and the policy on its own.
     for (; r.accepted < n; ++r.accepted) {
-      task* t = make(context, r.accepted);
+      work_item* t = make(context, r.accepted);
       if (t == nullptr) {
         r.error = errc::no_memory;
         break;
@@ -111,7 +111,7 @@ bulk_result core::submit_bulk(std::size_t n, task* (*make)(void*, std::size_t),
 
   r.error = enter_batch(w, slot, n);
   while (!r.error && r.accepted < n) {
-    task* t = make(context, r.accepted);
+    work_item* t = make(context, r.accepted);
     if (t == nullptr) {
       r.error = errc::no_memory;
       break;
@@ -166,7 +166,7 @@ void core::leave_batch(worker* w, producer_slot* slot, std::size_t refused) noex
   idle_.notify();  // the undone count may be what makes the pool quiescent
 }
 
-std::error_code core::submit_to_slot(producer_slot& slot, task* t) noexcept {
+std::error_code core::submit_to_slot(producer_slot& slot, work_item* t) noexcept {
   // Counted, then the closed check, with the light barrier between: close() sets the flag,
   // takes the heavy barrier and then reads these counts (quiescence::wait), so either we see
   // the flag and back out, or the shutdown sees our count and waits for the task, which the
@@ -202,7 +202,7 @@ thread_local const core* tls_running_own = nullptr;
 
 bool core::runs_own_task_here() const noexcept { return tls_running_own == this; }
 
-bool core::run_own_task(task* t) noexcept {
+bool core::run_own_task(work_item* t) noexcept {
   if (!queues_.take_back(t)) return false;
   // Counted as submitted in the slot; finished in the outsiders' counters, as caller_runs.
   const core* outer = tls_running_own;
@@ -213,7 +213,7 @@ bool core::run_own_task(task* t) noexcept {
   return true;
 }
 
-std::error_code core::refuse(worker* w, task* t, std::error_code why) noexcept {
+std::error_code core::refuse(worker* w, work_item* t, std::error_code why) noexcept {
   counts_.rejected();
   t->destroy();
   idle_.tally(w, &counters::submitted, ~std::uint64_t{0});  // minus one

@@ -14,9 +14,9 @@ namespace {
 using spool::errc;
 using spool::full_policy;
 using spool::detail::injector;
-using spool::detail::task;
+using spool::detail::work_item;
 
-struct tag final : task {
+struct tag final : work_item {
   explicit tag(int i) : id(i) {}
   spool::detail::outcome run(spool::detail::core&) noexcept override {
     return spool::detail::outcome::completed;
@@ -27,7 +27,7 @@ struct tag final : task {
   bool cancelled = false;
 };
 
-int id_of(task* t) { return static_cast<tag*>(t)->id; }
+int id_of(work_item* t) { return static_cast<tag*>(t)->id; }
 
 TEST(Injector, FifoUnbounded) {
   injector q(0, full_policy::block, std::chrono::seconds(1));
@@ -89,7 +89,7 @@ TEST(Injector, BlockedProducerResumesWhenRoomIsMade) {
   started.wait();
   // Pop until the producer's task shows up: the first pop makes room and wakes the producer.
   EXPECT_EQ(id_of(q.pop()), 1);
-  task* t = nullptr;
+  work_item* t = nullptr;
   while ((t = q.pop()) == nullptr) std::this_thread::yield();
   producer.join();
   EXPECT_FALSE(result);

@@ -18,18 +18,18 @@
 #include <vector>
 
 #include "memory/task_memory_testing.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "stress_scale.hpp"
 
 namespace {
 
 using spool::detail::core;
 using spool::detail::outcome;
-using spool::detail::task;
+using spool::detail::work_item;
 
 // A task of N payload bytes that fills them with a pattern and can check it.
 template <std::size_t N>
-struct sized final : task {
+struct sized final : work_item {
   explicit sized(std::uint8_t seed) {
     for (std::size_t i = 0; i < N; ++i) payload[i] = static_cast<std::uint8_t>(seed + i);
   }
@@ -45,7 +45,7 @@ struct sized final : task {
   std::uint8_t payload[N];
 };
 
-struct alignas(64) over_aligned final : task {
+struct alignas(64) over_aligned final : work_item {
   outcome run(core&) noexcept override { return outcome::completed; }
   void cancel() noexcept override {}
   void destroy() noexcept override { delete this; }

@@ -16,11 +16,11 @@
 namespace {
 
 using spool::detail::stolen_batch;
-using spool::detail::task;
+using spool::detail::work_item;
 using spool::detail::ws_deque;
 
 // A task that only carries an id; the deque never runs tasks.
-struct tag final : task {
+struct tag final : work_item {
   explicit tag(int i) : id(i) {}
   spool::detail::outcome run(spool::detail::core&) noexcept override {
     return spool::detail::outcome::completed;
@@ -30,7 +30,7 @@ struct tag final : task {
   int id;
 };
 
-int id_of(task* t) { return static_cast<tag*>(t)->id; }
+int id_of(work_item* t) { return static_cast<tag*>(t)->id; }
 
 // Tags 0..count-1 for one round of a race, and how often each was taken.
 struct tagged_round {
@@ -38,7 +38,7 @@ struct tagged_round {
     for (int i = 0; i < count; ++i) tags.emplace_back(i);
   }
   tag* operator[](int i) { return &tags[static_cast<std::size_t>(i)]; }
-  void took(task* t) { taken[static_cast<std::size_t>(id_of(t))].fetch_add(1); }
+  void took(work_item* t) { taken[static_cast<std::size_t>(id_of(t))].fetch_add(1); }
   void expect_each_taken_once(int round) const {
     for (std::size_t i = 0; i < taken.size(); ++i) {
       ASSERT_EQ(taken[i].load(), 1) << "element " << i << " round " << round;
@@ -89,7 +89,7 @@ TEST(WsDeque, StealRacingPopTakesEachElementOnce) {
     std::atomic<bool> owner_done{false};
     std::barrier start(thieves + 1);
 
-    auto take = [&](task* t) { tags.took(t); };
+    auto take = [&](work_item* t) { tags.took(t); };
     std::vector<std::thread> ts;
     for (int k = 0; k < thieves; ++k) {
       ts.emplace_back([&] {
@@ -108,10 +108,10 @@ TEST(WsDeque, StealRacingPopTakesEachElementOnce) {
     for (int i = 0; i < per_round; ++i) {
       d.push(tags[i]);
       if (i % 3 == 0) {
-        if (task* t = d.pop()) take(t);
+        if (work_item* t = d.pop()) take(t);
       }
     }
-    while (task* t = d.pop()) take(t);
+    while (work_item* t = d.pop()) take(t);
     owner_done.store(true);
     for (auto& t : ts) t.join();
     tags.expect_each_taken_once(round);
@@ -135,7 +135,7 @@ TEST(WsDeque, StealBatchTakesContiguousRunsEachElementOnce) {
     for (int k = 0; k < thieves; ++k) {
       ts.emplace_back([&] {
         start.arrive_and_wait();
-        task* run[stolen_batch::k_capacity];
+        work_item* run[stolen_batch::k_capacity];
         for (;;) {
           // Read before the attempt: an empty deque seen after the producer finished is
           // empty for good.
@@ -162,7 +162,7 @@ TEST(StolenBatch, HolderAndTakersShareOneFrontOldestFirst) {
   stolen_batch b;
   std::deque<tag> tags;
   for (int i = 0; i < 40; ++i) tags.emplace_back(i);
-  task* run[stolen_batch::k_capacity];
+  work_item* run[stolen_batch::k_capacity];
   for (std::uint32_t i = 0; i < stolen_batch::k_capacity; ++i) run[i] = &tags[i];
   const int source = 0;
   b.fill(&source, run, stolen_batch::k_capacity);
@@ -217,7 +217,7 @@ TEST(StolenBatch, RefillsRacingTakersHandOutEachEntryOnce) {
     start.arrive_and_wait();
     const int source = 0;
     int last = -1;
-    task* run[stolen_batch::k_capacity];
+    work_item* run[stolen_batch::k_capacity];
     for (int next = 0; next < per_round;) {
       if (!b.empty()) {  // only the holder fills, and only an empty batch
         take_one(last);

@@ -2,11 +2,11 @@
 // and never run them. Allocated up front, so a benchmark measures the queue, not malloc.
 #pragma once
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool_micro {
 
-struct inert_task final : spool::detail::task {
+struct inert_task final : spool::detail::work_item {
   spool::detail::outcome run(spool::detail::core&) noexcept override {
     return spool::detail::outcome::completed;
   }

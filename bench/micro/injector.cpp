@@ -16,7 +16,7 @@ namespace {
 
 using spool::full_policy;
 using spool::detail::injector;
-using spool::detail::task;
+using spool::detail::work_item;
 using spool_micro::backoff;
 using spool_micro::inert_task;
 
@@ -27,7 +27,7 @@ void BM_injector_push_pop(benchmark::State& state) {
   injector q(static_cast<std::size_t>(state.range(0)), full_policy::block, std::chrono::seconds(1));
   for (auto _ : state) {
     q.push(&t);
-    task* got = q.pop();
+    work_item* got = q.pop();
     benchmark::DoNotOptimize(got);
   }
   state.SetItemsProcessed(state.iterations());
@@ -86,7 +86,7 @@ void BM_injector_producer_consumer(benchmark::State& state) {
   } else {
     for (auto _ : state) {
       backoff b;
-      task* got;
+      work_item* got;
       while ((got = q.pop()) == nullptr) b.pause();
       benchmark::DoNotOptimize(got);
     }
@@ -112,7 +112,7 @@ void setup_mixed(const benchmark::State& state) {
 // so no task is ever queued twice.
 void BM_injector_push_pop_contended(benchmark::State& state) {
   injector& q = shared->queue;
-  task* mine = &shared->tasks[static_cast<std::size_t>(state.thread_index())];
+  work_item* mine = &shared->tasks[static_cast<std::size_t>(state.thread_index())];
   for (auto _ : state) {
     q.push(mine);
     mine = q.pop();

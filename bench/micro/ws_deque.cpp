@@ -15,7 +15,7 @@
 
 namespace {
 
-using spool::detail::task;
+using spool::detail::work_item;
 using spool::detail::ws_deque;
 using spool_micro::backoff;
 using spool_micro::inert_task;
@@ -27,7 +27,7 @@ void BM_deque_push_pop(benchmark::State& state) {
   inert_task t;
   for (auto _ : state) {
     d.push(&t);
-    task* got = d.pop();
+    work_item* got = d.pop();
     benchmark::DoNotOptimize(got);
   }
   state.SetItemsProcessed(state.iterations());
@@ -44,7 +44,7 @@ void BM_deque_push_n_pop_n(benchmark::State& state) {
   for (auto _ : state) {
     for (std::int64_t i = 0; i < n; ++i) d.push(&t);
     for (std::int64_t i = 0; i < n; ++i) {
-      task* got = d.pop();
+      work_item* got = d.pop();
       benchmark::DoNotOptimize(got);
     }
   }
@@ -132,7 +132,7 @@ void BM_deque_last_element(benchmark::State& state) {
   });
   for (auto _ : state) {
     d.push(&t);
-    task* got = d.pop();
+    work_item* got = d.pop();
     benchmark::DoNotOptimize(got);
   }
   stop.store(true, std::memory_order_relaxed);

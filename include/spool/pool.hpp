@@ -40,7 +40,7 @@
 #include "spool/detail/callable.hpp"
 #include "spool/detail/future_state.hpp"
 #include "spool/detail/stop.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 #include "spool/future.hpp"
 #include "spool/priority.hpp"
@@ -147,7 +147,7 @@ class pool {
   template <class F>
   [[nodiscard]] std::error_code try_post(priority p, std::stop_token token, F&& f) noexcept {
     if (detail::is_null_callable(f)) return errc::invalid_argument;
-    detail::task* t;
+    detail::work_item* t;
     try {
       if constexpr (detail::takes_stop_token_v<std::decay_t<F>>) {
         auto call = bind(std::forward<F>(f), token);
@@ -185,7 +185,7 @@ class pool {
   template <class F>
   [[nodiscard]] std::error_code try_post(priority p, F&& f) noexcept {
     if (detail::is_null_callable(f)) return errc::invalid_argument;
-    detail::task* t;
+    detail::work_item* t;
     try {
       if constexpr (detail::takes_stop_token_v<std::decay_t<F>>) {
         auto call = bind(std::forward<F>(f), get_stop_token());
@@ -207,7 +207,7 @@ class pool {
   template <std::forward_iterator It>
   [[nodiscard]] bulk_result try_post_bulk(It first, It last) noexcept {
     using F = std::decay_t<std::iter_reference_t<It>>;
-    auto make = [](void* at, std::size_t) noexcept -> detail::task* {
+    auto make = [](void* at, std::size_t) noexcept -> detail::work_item* {
       It& it = *static_cast<It*>(at);
       try {
         auto* t = new detail::post_task<F>(std::move(*it));
@@ -229,7 +229,7 @@ class pool {
   template <class F>
   [[nodiscard]] bulk_result try_post_n(std::size_t n, const F& f) noexcept {
     if (detail::is_null_callable(f)) return {0, errc::invalid_argument};
-    auto make = [](void* fn, std::size_t i) noexcept -> detail::task* {
+    auto make = [](void* fn, std::size_t i) noexcept -> detail::work_item* {
       const F& g = *static_cast<const F*>(fn);
       try {
         return new detail::post_task<call_with_index<F>>(call_with_index<F>{g, i});
@@ -408,7 +408,7 @@ class pool {
           };
     }
   }
-  std::error_code enqueue(detail::task* t, priority p = priority::normal) noexcept;
+  std::error_code enqueue(detail::work_item* t, priority p = priority::normal) noexcept;
   // errc::invalid_argument on default_pool(), which ends only at exit.
   void refuse_if_default() const;
   template <class F>
@@ -426,7 +426,7 @@ class pool {
     }
     return timer(e);
   }
-  bulk_result enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
+  bulk_result enqueue_bulk(std::size_t n, detail::work_item* (*make)(void*, std::size_t),
                            void* context) noexcept;
   static void throw_if_partial(const bulk_result& r);
   // Whether a range submission from this thread would go in as one piece (see try_post_n).

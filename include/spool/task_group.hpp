@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 #include "spool/spool.hpp"
 
@@ -57,7 +57,7 @@ void group_task_finished(group_state& g, outcome how, const std::exception_ptr& 
 // The pool dropped a task of g unrun: g is cancelled, and the task counts as cancelled.
 void group_task_dropped(group_state& g) noexcept;
 // Counts t into g and hands it to the pool; a refusal undoes the count and frees t.
-std::error_code group_submit(group_state& g, task* t, priority p) noexcept;
+std::error_code group_submit(group_state& g, work_item* t, priority p) noexcept;
 
 }  // namespace detail
 
@@ -83,7 +83,7 @@ namespace detail {
 // and it is destroyed before the group counts it finished, so whatever it captured is released
 // by the time wait() returns.
 template <class F>
-class group_task final : public task {
+class group_task final : public work_item {
  public:
   template <class G>
   group_task(group_state& g, G&& fn) : group_(g), fn_(std::forward<G>(fn)) {}
@@ -176,7 +176,7 @@ class task_group {
                   "task_group::run needs a callable taking (), (spool::cancellation_token) or "
                   "(std::stop_token)");
     detail::check_callable(f);
-    detail::task* t;
+    detail::work_item* t;
     try {
       t = new detail::group_task<fn_type>(*state_, std::forward<F>(f));
     } catch (...) {

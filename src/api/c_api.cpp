@@ -191,7 +191,7 @@ int spool_submit_bulk(spool_pool* pool, void (*fn)(void*), void* const* args, si
     void (*fn)(void*);
     void* const* args;
   } b{fn, args};
-  auto make = [](void* context, std::size_t i) noexcept -> spool::detail::task* {
+  auto make = [](void* context, std::size_t i) noexcept -> spool::detail::work_item* {
     auto* bb = static_cast<batch*>(context);
     return new (std::nothrow) c_task(bb->fn, bb->args[i], nullptr);
   };

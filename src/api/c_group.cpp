@@ -36,7 +36,7 @@ namespace {
 // A C function run into a group. A C task cannot throw, so its group never fails; skipped or
 // dropped, it hands arg back through on_cancel before the group counts it finished, so every
 // hook has run by the time spool_group_wait returns.
-class c_group_task final : public task {
+class c_group_task final : public work_item {
  public:
   c_group_task(group_state& g, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
       : group_(g), fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
@@ -80,7 +80,7 @@ class c_group_task final : public task {
 // that spool_cancel_requested() reads. Run normally, the token follows the group live; skipped
 // because the group was cancelled first, or dropped by the pool, it says cancelled from the
 // start, and the call is the task's chance to release arg.
-class c_group_task2 final : public task {
+class c_group_task2 final : public work_item {
  public:
   c_group_task2(group_state& g, void (*fn)(void*, const spool_cancel_token*), void* arg) noexcept
       : group_(g), fn_(fn), arg_(arg) {}

@@ -43,7 +43,7 @@ struct c_call {
 };
 
 // A C function and its argument. on_cancel, if set, hands arg back when the task is dropped.
-class c_task final : public task {
+class c_task final : public work_item {
  public:
   c_task(void (*fn)(void*), void* arg, void (*on_cancel)(void*),
          const char* name = nullptr) noexcept

@@ -39,7 +39,7 @@ class c_timer final : public timer_entry {
 // A C task with a handle: the task and spool_task_cancel() race for one claim, as a future's
 // task and future::cancel() do (detail::state_base::try_claim); two references, the task's
 // and the handle's.
-class c_cancellable final : public task {
+class c_cancellable final : public work_item {
  public:
   c_cancellable(void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
       : fn_(fn), arg_(arg), on_cancel_(on_cancel) {}
@@ -80,7 +80,7 @@ class c_cancellable final : public task {
 
 // A C task that a stop source skips: checked when a worker takes it (no callback to register,
 // so the source may go while the task is queued: the token shares its state).
-class c_stoppable final : public task {
+class c_stoppable final : public work_item {
  public:
   c_stoppable(std::stop_token st, void (*fn)(void*), void* arg, void (*on_cancel)(void*)) noexcept
       : st_(std::move(st)), call_{fn, arg, on_cancel} {}

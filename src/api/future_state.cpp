@@ -14,7 +14,7 @@
 // sleeper bits and the wait returns at once.
 //
 // Continuations (then, when_all, when_any, co_await) wait in a second word, continuations_:
-// a stack linked through task::next, which complete() swaps for the
+// a stack linked through work_item::next, which complete() swaps for the
 // closed marker. The invariant: on_ready() is called exactly once on every registered
 // continuation, and never before the result is visible. A registrant pushes with a
 // compare-exchange that fails if the word is closed; complete() writes the result, then
@@ -96,7 +96,7 @@ void dispatch(pool_ref where, priority p, continuation* c) noexcept {
   run_here(c);
 }
 
-std::error_code submit_task(pool_ref where, priority p, task* t) noexcept {
+std::error_code submit_task(pool_ref where, priority p, work_item* t) noexcept {
   if (on_worker_of(where.owner)) return where.owner->submit(t, p);
   pin held(where);
   if (held) return where.owner->submit(t, p);

@@ -77,7 +77,7 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
   sleep_.notify_worker();
   left(left_context);
   while (!right.ready()) {
-    task* t = w->pop_local();
+    work_item* t = w->pop_local();
     if (t == nullptr) {
       waitable<join_task> target(right);
       help_until(target, nullptr);

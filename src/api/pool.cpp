@@ -30,11 +30,13 @@ pool::~pool() {
   detail::destroy_core(core_);
 }
 
-std::error_code pool::enqueue(detail::task* t, priority p) noexcept { return core_->submit(t, p); }
+std::error_code pool::enqueue(detail::work_item* t, priority p) noexcept {
+  return core_->submit(t, p);
+}
 
 detail::pool_ref detail::ref_of(pool& p) noexcept { return pool_access::of(p).ref(); }
 
-bulk_result pool::enqueue_bulk(std::size_t n, detail::task* (*make)(void*, std::size_t),
+bulk_result pool::enqueue_bulk(std::size_t n, detail::work_item* (*make)(void*, std::size_t),
                                void* context) noexcept {
   return core_->submit_bulk(n, make, context);
 }

@@ -64,7 +64,7 @@ bool claim(range_job& job, std::size_t count, std::size_t& lo, std::size_t& hi) 
 }  // namespace
 
 // A task that runs a range_job's chunks (see above). Made only by core's range functions.
-class range_ticket final : public task {
+class range_ticket final : public work_item {
  public:
   range_ticket(range_job& job, std::size_t own, bool spawner) noexcept
       : job_(job), own_(own), spawner_(spawner) {}

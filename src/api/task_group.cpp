@@ -383,7 +383,7 @@ void group_task_dropped(group_state& g) noexcept {
   group_task_finished(g, outcome::cancelled, nullptr);
 }
 
-std::error_code group_submit(group_state& g, task* t, priority p) noexcept {
+std::error_code group_submit(group_state& g, work_item* t, priority p) noexcept {
   // Counted before the task is visible: it may run and finish before submit() returns.
   g.submitted.fetch_add(1, std::memory_order_relaxed);
   g.enter();

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool {
 struct config;

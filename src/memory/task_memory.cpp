@@ -1,4 +1,4 @@
-// memory/task_memory.cpp: where task objects get their memory (task::operator new and
+// memory/task_memory.cpp: where task objects get their memory (work_item::operator new and
 // delete): a per-thread cache in front of two allocators.
 //
 //  - magazines.hpp: the general one. A thread's freed blocks go into its magazines, full
@@ -20,7 +20,7 @@
 #include "memory/rings.hpp"
 #include "memory/size_classes.hpp"
 #include "memory/task_memory_testing.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 namespace {
@@ -117,22 +117,22 @@ std::size_t ring_capacity(std::size_t) noexcept { return 0; }
 
 }  // namespace task_memory_testing
 
-void* task::operator new(std::size_t size) {
+void* work_item::operator new(std::size_t size) {
 #if SPOOL_TASK_CACHE
   if (size <= memory::k_max_size) return cache.allocate(size);
 #endif
   return ::operator new(size);
 }
 
-void* task::operator new(std::size_t size, const std::nothrow_t&) noexcept {
+void* work_item::operator new(std::size_t size, const std::nothrow_t&) noexcept {
   try {
-    return task::operator new(size);
+    return work_item::operator new(size);
   } catch (...) {
     return nullptr;
   }
 }
 
-void task::operator delete(void* p, std::size_t size) noexcept {
+void work_item::operator delete(void* p, std::size_t size) noexcept {
 #if SPOOL_TASK_CACHE
   if (size <= memory::k_max_size) {
     cache.deallocate(p, size);

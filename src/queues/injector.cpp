@@ -4,10 +4,10 @@
 namespace spool::detail {
 
 injector::~injector() {
-  while (task* t = take_highest_locked()) t->cancel();
+  while (work_item* t = take_highest_locked()) t->cancel();
 }
 
-void injector::append_locked(task* t, int level) noexcept {
+void injector::append_locked(work_item* t, int level) noexcept {
   fifo& q = levels_[level];
   t->next = nullptr;
   if (q.tail != nullptr) {
@@ -21,9 +21,9 @@ void injector::append_locked(task* t, int level) noexcept {
   size_.store(count_, std::memory_order_seq_cst);
 }
 
-task* injector::take_locked(int level) noexcept {
+work_item* injector::take_locked(int level) noexcept {
   fifo& q = levels_[level];
-  task* t = q.head;
+  work_item* t = q.head;
   if (t == nullptr) return nullptr;
   q.head = t->next;
   if (q.head == nullptr) q.tail = nullptr;
@@ -38,16 +38,16 @@ task* injector::take_locked(int level) noexcept {
   return t;
 }
 
-task* injector::take_highest_locked() noexcept {
+work_item* injector::take_highest_locked() noexcept {
   for (int level = k_levels - 1; level >= 0; --level) {
-    if (task* t = take_locked(level)) return t;
+    if (work_item* t = take_locked(level)) return t;
   }
   return nullptr;
 }
 
-task* injector::evict_locked() noexcept {
+work_item* injector::evict_locked() noexcept {
   for (int level = 0; level < k_levels; ++level) {
-    if (task* t = take_locked(level)) return t;
+    if (work_item* t = take_locked(level)) return t;
   }
   return nullptr;
 }
@@ -58,11 +58,11 @@ void injector::publish_oldest_low_locked() noexcept {
   oldest_low_.store(oldest.time_since_epoch().count(), std::memory_order_relaxed);
 }
 
-injector::push_result injector::push(task* t, priority p, bool bypass_bound) noexcept {
+injector::push_result injector::push(work_item* t, priority p, bool bypass_bound) noexcept {
   const int level = index(p);
   std::unique_lock lock(mu_);
   if (closed_ && !bypass_bound) return {errc::shut_down, nullptr};
-  task* evicted = nullptr;
+  work_item* evicted = nullptr;
   if (!bypass_bound && full_locked()) {
     switch (policy_) {
       case full_policy::reject:
@@ -100,34 +100,34 @@ injector::push_result injector::push(task* t, priority p, bool bypass_bound) noe
   return {{}, evicted};
 }
 
-task* injector::pop() noexcept {
+work_item* injector::pop() noexcept {
   if (size_.load(std::memory_order_relaxed) == 0) return nullptr;
   std::unique_lock lock(mu_);
-  task* t = take_highest_locked();
+  work_item* t = take_highest_locked();
   bool wake_producer = t != nullptr && blocked_ > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();
   return t;
 }
 
-task* injector::pop(priority p) noexcept {
+work_item* injector::pop(priority p) noexcept {
   if (queued(p) == 0) return nullptr;
   std::unique_lock lock(mu_);
-  task* t = take_locked(index(p));
+  work_item* t = take_locked(index(p));
   bool wake_producer = t != nullptr && blocked_ > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();
   return t;
 }
 
-task* injector::pop_isolated(priority p, region_match region) noexcept {
+work_item* injector::pop_isolated(priority p, region_match region) noexcept {
   if (queued(p) == 0) return nullptr;
   const int level = index(p);
   std::unique_lock lock(mu_);
   fifo& q = levels_[level];
-  task* prev = nullptr;
+  work_item* prev = nullptr;
   std::size_t at = 0;  // position in the level, for the low level's enqueue times
-  task* t = q.head;
+  work_item* t = q.head;
   for (; t != nullptr && !region(t); prev = t, t = t->next) ++at;
   if (t == nullptr) return nullptr;
   if (prev == nullptr) {

@@ -15,7 +15,7 @@
 #include <deque>
 #include <mutex>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 #include "spool/spool.hpp"
 
@@ -31,20 +31,20 @@ class injector {
 
   struct push_result {
     std::error_code error;  // empty on success
-    task* evicted;          // discard_oldest: the task pushed out, for the caller to cancel
+    work_item* evicted;     // discard_oldest: the task pushed out, for the caller to cancel
   };
   // Enqueues t at level p, or reports why not (errc::full also for caller_runs: the caller
   // runs it). Never takes ownership of t on failure. bypass_bound: a worker's submission,
   // never refused for room and never waiting.
-  push_result push(task* t, priority p = priority::normal, bool bypass_bound = false) noexcept;
+  push_result push(work_item* t, priority p = priority::normal, bool bypass_bound = false) noexcept;
 
   // The oldest task of the highest non-empty level.
-  task* pop() noexcept;
+  work_item* pop() noexcept;
   // The oldest task of exactly level p.
-  task* pop(priority p) noexcept;
+  work_item* pop(priority p) noexcept;
 
   // The oldest task of level p that `region` matches (a walk under the lock).
-  task* pop_isolated(priority p, region_match region) noexcept;
+  work_item* pop_isolated(priority p, region_match region) noexcept;
 
   // Refuses every later push and wakes blocked producers with errc::shut_down.
   void close() noexcept;
@@ -66,15 +66,15 @@ class injector {
   static constexpr int index(priority p) noexcept { return static_cast<int>(p); }
 
   struct fifo {
-    task* head = nullptr;
-    task* tail = nullptr;
+    work_item* head = nullptr;
+    work_item* tail = nullptr;
   };
 
   bool full_locked() const noexcept { return capacity_ != 0 && count_ >= capacity_; }
-  void append_locked(task* t, int level) noexcept;
-  task* take_locked(int level) noexcept;
-  task* take_highest_locked() noexcept;
-  task* evict_locked() noexcept;  // the oldest task of the lowest non-empty level
+  void append_locked(work_item* t, int level) noexcept;
+  work_item* take_locked(int level) noexcept;
+  work_item* take_highest_locked() noexcept;
+  work_item* evict_locked() noexcept;  // the oldest task of the lowest non-empty level
   void publish_oldest_low_locked() noexcept;
 
   const std::size_t capacity_;

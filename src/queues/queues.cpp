@@ -36,7 +36,7 @@ queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
   }
 }
 
-task* queues::take_high(worker& w) noexcept {
+work_item* queues::take_high(worker& w) noexcept {
   if (aging_.count() > 0) {
     const auto now = std::chrono::steady_clock::now();
     if (!w.high_streak) {
@@ -44,7 +44,7 @@ task* queues::take_high(worker& w) noexcept {
       w.high_since = now;
     } else if (now - w.high_since >= aging_) {
       // High-priority work has held this worker for `aging`: one normal task goes first.
-      if (task* t = find_normal(w)) {
+      if (work_item* t = find_normal(w)) {
         w.high_streak = false;
         return t;
       }
@@ -53,13 +53,13 @@ task* queues::take_high(worker& w) noexcept {
   return injector_.pop(priority::high);
 }
 
-task* queues::find_isolated(worker& w, region_match region, bool own_deque) noexcept {
+work_item* queues::find_isolated(worker& w, region_match region, bool own_deque) noexcept {
   if (!injector_.empty() && injector_.queued(priority::high) != 0) {
-    if (task* t = injector_.pop_isolated(priority::high, region)) return t;
+    if (work_item* t = injector_.pop_isolated(priority::high, region)) return t;
   }
   if (!own_deque) {
     if (injector_.empty()) return nullptr;
-    if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+    if (work_item* t = injector_.pop_isolated(priority::normal, region)) return t;
     return injector_.pop_isolated(priority::low, region);
   }
   // Pop past other regions' tasks at the bottom of the own deque and put them back in their
@@ -68,12 +68,12 @@ task* queues::find_isolated(worker& w, region_match region, bool own_deque) noex
   // back never grows the ring (it holds no more than before the pops), so push() cannot
   // throw here.
   constexpr std::size_t k_pass_over = 64;
-  task* passed[k_pass_over];
-  std::vector<task*> more;
+  work_item* passed[k_pass_over];
+  std::vector<work_item*> more;
   std::size_t n = 0;
-  task* found = nullptr;
+  work_item* found = nullptr;
   for (;;) {
-    task* t = w.deque.pop();
+    work_item* t = w.deque.pop();
     if (t == nullptr) break;
     if (region(t)) {
       found = t;
@@ -97,11 +97,11 @@ task* queues::find_isolated(worker& w, region_match region, bool own_deque) noex
   if (n != 0) wake_.notify_worker();
   if (found != nullptr) return found;
   if (injector_.empty()) return nullptr;
-  if (task* t = injector_.pop_isolated(priority::normal, region)) return t;
+  if (work_item* t = injector_.pop_isolated(priority::normal, region)) return t;
   return injector_.pop_isolated(priority::low, region);
 }
 
-task* queues::steal(worker& w) noexcept {
+work_item* queues::steal(worker& w) noexcept {
   // Victims: the other workers' deques, then their stolen batches, then the outside threads'
   // slots, which are taken from a run at a time (stolen_batch.hpp).
   //
@@ -120,14 +120,14 @@ task* queues::steal(worker& w) noexcept {
     // While one producer's burst is served, its tasks sit in one batch at a time: try the
     // last batch that gave a task before walking every deque and batch. A lost race here is
     // settled by the full search below.
-    if (task* t = ws[w.batch_hint]->batch.take().item) return t;
+    if (work_item* t = ws[w.batch_hint]->batch.take().item) return t;
   }
   for (int round = 0;; ++round) {
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
     if (n >= 2 && near_ != nullptr) {
-      if (task* t = steal_near(w, ws, contended)) return t;
+      if (work_item* t = steal_near(w, ws, contended)) return t;
     } else if (n >= 2) {
       // xorshift64: a cheap random first victim, so thieves do not all hit worker 0.
       w.rng ^= w.rng << 13;
@@ -169,15 +169,15 @@ task* queues::steal(worker& w) noexcept {
   }
 }
 
-task* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
-                         bool& contended) noexcept {
+work_item* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
+                              bool& contended) noexcept {
   // A random start within each group of equally near victims, as steal() does over all.
   w.rng ^= w.rng << 13;
   w.rng ^= w.rng >> 7;
   w.rng ^= w.rng << 17;
   const std::size_t start = static_cast<std::size_t>(w.rng % ws.size());
   const std::span<const place> places(near_, ws.size());
-  task* found = nullptr;
+  work_item* found = nullptr;
   for_each_victim(w.index, ws.size(), places, start, [&](std::size_t v) {
     auto [t, retry] = ws[v]->deque.steal();
     contended |= retry;
@@ -220,7 +220,7 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
     return {nullptr, false};
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.
-  task* run[stolen_batch::k_capacity];
+  work_item* run[stolen_batch::k_capacity];
   auto [count, retry] = slot.deque.steal_batch(run, stolen_batch::k_capacity);
   if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
   slot.unlock_batching();
@@ -231,7 +231,7 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   return {count > 0 ? run[0] : nullptr, retry};
 }
 
-bool queues::take_back(const task* t) noexcept {
+bool queues::take_back(const work_item* t) noexcept {
   producer_slot* slot = slots_.cached();
   // Only the oldest task is taken back: if t is not it now, leave the lock to the workers.
   if (slot == nullptr || !slot->deque.oldest_is(t)) return false;

@@ -52,20 +52,20 @@ class queues {
   const producer_slots& slots() const noexcept { return slots_; }
 
   // The next task for w, by the search order above; null if none was found.
-  task* find_task(worker& w) noexcept {
+  work_item* find_task(worker& w) noexcept {
     // One load of the injector's total first: a pool whose injector is empty (an unbounded
     // pool using normal priority) pays nothing more for priorities on this path.
     const bool injected = !injector_.empty();
     if (injected && injector_.queued(priority::high) != 0) {
-      if (task* t = take_high(w)) return t;
+      if (work_item* t = take_high(w)) return t;
     }
     w.high_streak = false;
     if (injected && ++w.searches % 64 == 0 && aging_.count() > 0 &&
         injector_.queued(priority::low) != 0 &&
         std::chrono::steady_clock::now() - injector_.oldest_low() >= aging_) {
-      if (task* t = injector_.pop(priority::low)) return t;
+      if (work_item* t = injector_.pop(priority::low)) return t;
     }
-    if (task* t = find_normal(w)) return t;
+    if (work_item* t = find_normal(w)) return t;
     return injector_.pop(priority::low);
   }
 
@@ -78,7 +78,7 @@ class queues {
   // With own_deque false only the injector is searched: w's last look before it parks, when
   // no other thread can have pushed to w's deque since w's previous look (only w pushes
   // there), and a pass over it would notify w itself, listed by then.
-  task* find_isolated(worker& w, region_match region, bool own_deque = true) noexcept;
+  work_item* find_isolated(worker& w, region_match region, bool own_deque = true) noexcept;
 
   // The calling thread (outside the pool) takes t back from its own producer slot, to run it
   // itself: only if t is the oldest task queued there and no worker's batch holds older ones
@@ -86,7 +86,7 @@ class queues {
   // batching lock, as a worker taking a run would be. False if t is not there (taken already,
   // not the oldest, another thread's slot, or no slot: a bounded pool, or a thread past the
   // slot count).
-  bool take_back(const task* t) noexcept;
+  bool take_back(const work_item* t) noexcept;
 
   // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
   bool has_work() const noexcept {
@@ -107,7 +107,7 @@ class queues {
   // (shutdown(discard)).
   template <class Drop>
   void drain(Drop drop) noexcept {
-    while (task* t = injector_.pop()) drop(t);
+    while (work_item* t = injector_.pop()) drop(t);
     // `take` is a deque's steal or a batch's take: both say "retry" when they lost a race.
     auto sweep = [&drop](auto take) {
       for (;;) {
@@ -129,8 +129,8 @@ class queues {
   }
 
  private:
-  task* find_normal(worker& w) noexcept {
-    if (task* t = w.deque.pop()) return t;
+  work_item* find_normal(worker& w) noexcept {
+    if (work_item* t = w.deque.pop()) return t;
     // A run this worker took from a producer slot. Taken from the front like anyone else's,
     // so a retry only means a thief took that entry: look again.
     for (;;) {
@@ -138,15 +138,15 @@ class queues {
       if (t != nullptr) return t;
       if (!retry) break;
     }
-    if (task* t = injector_.pop(priority::normal)) return t;
+    if (work_item* t = injector_.pop(priority::normal)) return t;
     return steal(w);
   }
-  task* take_high(worker& w) noexcept;
-  task* steal(worker& w) noexcept;
+  work_item* take_high(worker& w) noexcept;
+  work_item* steal(worker& w) noexcept;
   // steal()'s walk over the other workers' deques, then their batches, nearest first
   // (placement/topology.hpp); only for pinned workers with a known topology.
-  task* steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
-                   bool& contended) noexcept;
+  work_item* steal_near(worker& w, std::span<const std::unique_ptr<worker>> ws,
+                        bool& contended) noexcept;
   // One task of `slot` for w, taking a run of them into w's batch (steal, "Order").
   ws_deque::steal_result take_from_slot(worker& w, producer_slot& slot) noexcept;
 

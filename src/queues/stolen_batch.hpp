@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "queues/ws_deque.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 
@@ -37,7 +37,7 @@ class stolen_batch {
   using take_result = ws_deque::steal_result;
 
   // Holder only, and only when empty (the holder saw it empty; takers only shrink it).
-  void fill(const void* source, task* const* items, std::uint32_t n) noexcept {
+  void fill(const void* source, work_item* const* items, std::uint32_t n) noexcept {
     const std::int64_t t = tail_.load(std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < n; ++i) {
       items_[static_cast<std::size_t>(t + i) % k_capacity].store(items[i],
@@ -53,7 +53,8 @@ class stolen_batch {
     std::int64_t h = head_.load(std::memory_order_acquire);
     const std::int64_t t = tail_.load(std::memory_order_acquire);
     if (h >= t) return {nullptr, false};
-    task* item = items_[static_cast<std::size_t>(h) % k_capacity].load(std::memory_order_relaxed);
+    work_item* item =
+        items_[static_cast<std::size_t>(h) % k_capacity].load(std::memory_order_relaxed);
     if (!head_.compare_exchange_strong(h, h + 1, std::memory_order_acq_rel,
                                        std::memory_order_relaxed)) {
       return {nullptr, true};
@@ -80,7 +81,7 @@ class stolen_batch {
   alignas(64) std::atomic<std::int64_t> head_{0};
   alignas(64) std::atomic<std::int64_t> tail_{0};
   std::atomic<const void*> source_{nullptr};
-  std::atomic<task*> items_[k_capacity] = {};
+  std::atomic<work_item*> items_[k_capacity] = {};
 };
 
 }  // namespace spool::detail

@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 
@@ -37,7 +37,7 @@ class ws_deque {
   ws_deque& operator=(const ws_deque&) = delete;
 
   // Owner only. Throws std::bad_alloc if the ring must grow and cannot.
-  void push(task* t) {
+  void push(work_item* t) {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     ring* r = ring_.load(std::memory_order_relaxed);
     // top_ only grows, so a stale copy overstates the size: look at the real one (a line the
@@ -51,7 +51,7 @@ class ws_deque {
   }
 
   // Owner only. The newest task, or nullptr if empty.
-  task* pop() noexcept {
+  work_item* pop() noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     ring* r = ring_.load(std::memory_order_relaxed);
     bottom_.store(b, std::memory_order_seq_cst);
@@ -60,7 +60,7 @@ class ws_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);
       return nullptr;
     }
-    task* t = r->get(b);
+    work_item* t = r->get(b);
     if (tp == b) {  // the last element: race the thieves for it
       if (!top_.compare_exchange_strong(tp, tp + 1, std::memory_order_seq_cst,
                                         std::memory_order_relaxed)) {
@@ -72,8 +72,8 @@ class ws_deque {
   }
 
   struct steal_result {
-    task* item;  // nullptr if nothing was taken
-    bool retry;  // the deque was not empty but another thread won the race: try again
+    work_item* item;  // nullptr if nothing was taken
+    bool retry;       // the deque was not empty but another thread won the race: try again
   };
 
   // Any thread. The oldest task.
@@ -82,7 +82,7 @@ class ws_deque {
     std::int64_t b = bottom_.load(std::memory_order_seq_cst);
     if (tp >= b) return {nullptr, false};
     ring* r = ring_.load(std::memory_order_acquire);
-    task* t = r->get(tp);
+    work_item* t = r->get(tp);
     if (!top_.compare_exchange_strong(tp, tp + 1, std::memory_order_seq_cst,
                                       std::memory_order_relaxed)) {
       return {nullptr, true};
@@ -95,7 +95,7 @@ class ws_deque {
   }
 
   // Any thread: whether `expected` is the oldest task now (a snapshot; steal_if decides).
-  bool oldest_is(const task* expected) const noexcept {
+  bool oldest_is(const work_item* expected) const noexcept {
     const std::int64_t tp = top_.load(std::memory_order_acquire);
     const std::int64_t b = bottom_.load(std::memory_order_acquire);
     return tp < b && ring_.load(std::memory_order_acquire)->get(tp) == expected;
@@ -104,7 +104,7 @@ class ws_deque {
   // Any thread: steals the oldest task only if it is `expected`. True if this call took it.
   // Comparing the pointer read from the ring is enough: the caller keeps `expected` alive
   // (its future holds the allocation), so no other task can have that address meanwhile.
-  bool steal_if(const task* expected) noexcept {
+  bool steal_if(const work_item* expected) noexcept {
     std::int64_t tp = top_.load(std::memory_order_seq_cst);
     const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
     if (tp >= b) return false;
@@ -123,7 +123,7 @@ class ws_deque {
   // the oldest tasks with one CAS. With a popping owner this would be wrong: the owner takes
   // its last element without a CAS whenever top is below it, so it could take one that a
   // batch, claimed by a thief that read the older bottom, also covers.
-  steal_batch_result steal_batch(task** out, std::uint32_t max) noexcept {
+  steal_batch_result steal_batch(work_item** out, std::uint32_t max) noexcept {
     std::int64_t tp = top_.load(std::memory_order_seq_cst);
     const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
     if (tp >= b) return {0, false};
@@ -148,17 +148,18 @@ class ws_deque {
  private:
   struct ring {
     explicit ring(std::int64_t capacity)
-        : mask(capacity - 1), slots(new std::atomic<task*>[static_cast<std::size_t>(capacity)]) {}
+        : mask(capacity - 1),
+          slots(new std::atomic<work_item*>[static_cast<std::size_t>(capacity)]) {}
     // Slots are atomics because a thief may read a slot that the owner is about to reuse;
     // the thief then loses the CAS and discards what it read.
-    task* get(std::int64_t i) const noexcept {
+    work_item* get(std::int64_t i) const noexcept {
       return slots[i & mask].load(std::memory_order_relaxed);
     }
-    void put(std::int64_t i, task* t) noexcept {
+    void put(std::int64_t i, work_item* t) noexcept {
       slots[i & mask].store(t, std::memory_order_relaxed);
     }
     std::int64_t mask;
-    std::unique_ptr<std::atomic<task*>[]> slots;
+    std::unique_ptr<std::atomic<work_item*>[]> slots;
   };
 
   ring* grow(ring* old, std::int64_t tp, std::int64_t b) {

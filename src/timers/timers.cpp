@@ -207,7 +207,7 @@ bool timer_remove(pool_ref owner, timer_node& n) noexcept {
   return held && owner.owner->timer_queue().remove(n);
 }
 
-std::error_code submit_due(core& owner, task* t, priority p) noexcept {
+std::error_code submit_due(core& owner, work_item* t, priority p) noexcept {
   return owner.submit_due(t, p);
 }
 
@@ -216,7 +216,7 @@ std::error_code submit_due(core& owner, task* t, priority p) noexcept {
 namespace {
 
 // The task that carries one run of a timer_entry through the pool's queues.
-class timer_run final : public task {
+class timer_run final : public work_item {
  public:
   explicit timer_run(timer_entry& e) noexcept : entry_(e) {}
   outcome run(core&) noexcept override {

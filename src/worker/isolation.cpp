@@ -10,7 +10,7 @@ region_id isolation_enter() noexcept {
   worker* w = current_worker();
   if (w == nullptr) return 0;
   // A fresh number for each region from a process-wide 32-bit counter that skips 0, so a
-  // number repeats only after 2^32 regions (task::isolation is 32 bits to keep every task
+  // number repeats only after 2^32 regions (work_item::isolation is 32 bits to keep every task
   // small). Only then could a region's waits take a task of an older region with the same
   // number, still queued or still open: the help any wait outside a region gives, so the
   // worst case is the hazard isolation exists to remove, never a lost or doubled task.

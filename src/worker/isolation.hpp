@@ -11,7 +11,7 @@
 // something another task may block on.
 //
 // State: worker::isolation, the region the worker is in (owner only; 0 for none), and
-// task::isolation, the region a task was queued in.
+// work_item::isolation, the region a task was queued in.
 //
 // Invariants:
 //  - Every path that queues a task from a worker stamps it with the worker's region
@@ -39,20 +39,20 @@
 //    every other worker asleep.
 #pragma once
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "worker/worker.hpp"
 
 namespace spool::detail {
 
 // t, about to be queued by w, belongs to w's current region.
-inline void stamp_region(task& t, const worker& w) noexcept { t.isolation = w.isolation; }
+inline void stamp_region(work_item& t, const worker& w) noexcept { t.isolation = w.isolation; }
 
 // Whether w is inside a region: its waits then run only what wait_match allows.
 inline bool in_region(const worker& w) noexcept { return w.isolation != 0; }
 
 // What a wait of w (in a region) may run: the region's tasks and `direct`, the task it waits
 // for (may be null).
-inline region_match wait_match(const worker& w, const task* direct) noexcept {
+inline region_match wait_match(const worker& w, const work_item* direct) noexcept {
   return {w.isolation, direct};
 }
 
@@ -60,7 +60,7 @@ inline region_match wait_match(const worker& w, const task* direct) noexcept {
 // may be freed by then: only its region is read, at the start).
 class region_scope {
  public:
-  region_scope(worker& w, const task& t) noexcept : w_(w), outer_(w.isolation) {
+  region_scope(worker& w, const work_item& t) noexcept : w_(w), outer_(w.isolation) {
     w.isolation = t.isolation;
   }
   ~region_scope() { w_.isolation = outer_; }

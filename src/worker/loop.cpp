@@ -51,7 +51,7 @@ void core::run_worker(worker& w) noexcept {
   bool searching = false;
   rest_end end = rest_end::looked;
   while (end == rest_end::looked) {
-    task* t = queues_.find_task(w);
+    work_item* t = queues_.find_task(w);
     sleep_.searched(searching);
     if (t != nullptr) {
       take(w, t);
@@ -105,7 +105,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     // submission that counted on it as a spinner is seen here). It tells wait_idle() as every
     // worker going idle does.
     idle_.notify();
-    if (task* t = queues_.find_task(w)) {
+    if (work_item* t = queues_.find_task(w)) {
       take(w, t);
       return rest_end::looked;
     }
@@ -116,7 +116,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   const sleep_control::nap_plan plan{.want_timed = sleep_.wants_timed_role(may_retire),
                                      .deadline = may_retire ? &retire_at : nullptr};
   bool terminate = false;
-  task* found = nullptr;
+  work_item* found = nullptr;
   const nap_end end = sleep_.nap(w, plan, [&] {
     // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
     idle_.notify();
@@ -138,7 +138,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   }
   // Idle for keep_alive and no longer among the sleepers: look once more (a waker that saw
   // us in `sleepers` before park_until() took us out may have woken nobody), then retire.
-  if (task* t = queues_.find_task(w)) {
+  if (work_item* t = queues_.find_task(w)) {
     take(w, t);
     return rest_end::looked;
   }
@@ -154,7 +154,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
 }
 
 // Inline: it is the body of execute()'s fast path, which every task takes.
-[[gnu::always_inline]] inline outcome core::run_task(worker* w, task* t) noexcept {
+[[gnu::always_inline]] inline outcome core::run_task(worker* w, work_item* t) noexcept {
   if (w == nullptr) {
     core* const outer = tls_outside_task;
     tls_outside_task = this;
@@ -171,7 +171,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   return how;
 }
 
-void core::execute(worker* w, task* t) noexcept {
+void core::execute(worker* w, work_item* t) noexcept {
   if (gate_.bits() != 0) {
     execute_gated(w, t);
     return;
@@ -200,7 +200,7 @@ task_end end_of(outcome how) noexcept {
 
 }  // namespace
 
-void core::execute_gated(worker* w, task* t) noexcept {
+void core::execute_gated(worker* w, work_item* t) noexcept {
   if (!pass_gate(w, t)) return;
   if (!gate_.traced()) {
     tally_outcome(w, run_task(w, t));
@@ -238,7 +238,7 @@ bool core::help_until(wait_target& until,
       stop_searching();
       return true;
     }
-    task* found = find_for_wait(w, until.direct());
+    work_item* found = find_for_wait(w, until.direct());
     stop_searching();
     if (found != nullptr) {
       execute(&w, found);
@@ -255,7 +255,7 @@ bool core::help_until(wait_target& until,
     // announcement and wakes us, or we see the target done here (arm() and the waker's check
     // pair up; see wait_target), or a task we may run.
     bool target_done = false;
-    task* last = nullptr;
+    work_item* last = nullptr;
     const sleep_control::nap_plan plan{.wake_last = isolated, .deadline = deadline};
     const nap_end end = sleep_.nap(w, plan, [&] {
       target_done = until.arm();

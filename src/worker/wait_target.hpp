@@ -7,7 +7,7 @@
 // sees done() or is woken (api/README.md, "Futures").
 #pragma once
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 
@@ -21,7 +21,7 @@ class wait_target {
   virtual void disarm() noexcept {}
   // The task whose completion this waits for, if it is one task that may sit in a queue (a
   // future's own task): an isolated wait may run it though it is not of the wait's region.
-  virtual const task* direct() const noexcept { return nullptr; }
+  virtual const work_item* direct() const noexcept { return nullptr; }
 
  protected:
   ~wait_target() = default;
@@ -35,7 +35,7 @@ class waitable final : public wait_target {
   explicit waitable(T& t) noexcept : t_(t) {}
   bool done() const noexcept override { return t_.ready(); }
   bool arm() noexcept override { return t_.mark_waited_by_worker(); }
-  const task* direct() const noexcept override { return &t_; }
+  const work_item* direct() const noexcept override { return &t_; }
 
  private:
   T& t_;

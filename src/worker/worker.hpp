@@ -42,9 +42,9 @@ struct worker {
   // range tickets) and the sleep part reach it only through the owner's calls below, on the
   // owner's thread. Inline: a worker's submission is one push.
   // Pushes t at the bottom; throws std::bad_alloc if the deque cannot grow.
-  void push_local(task* t) { deque.push(t); }
+  void push_local(work_item* t) { deque.push(t); }
   // The newest task pushed here and not yet taken, or null.
-  task* pop_local() noexcept { return deque.pop(); }
+  work_item* pop_local() noexcept { return deque.pop(); }
   bool has_local_work() const noexcept { return !deque.empty(); }
 
  private:

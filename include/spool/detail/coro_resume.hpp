@@ -55,7 +55,7 @@ inline std::coroutine_handle<> hand_on(std::coroutine_handle<> h) noexcept {
 // A continuation that resumes a coroutine on its pool (where()). It lives inside the awaiter
 // (in the suspended coroutine's frame), so suspending allocates nothing; it touches nothing
 // of its own after resuming, because the resumed coroutine may destroy the awaiter. Its
-// fields fill the task's tail (the stamp goes in the 4 bytes after task::isolation): 40
+// fields fill the task's tail (the stamp goes in the 4 bytes after work_item::isolation): 40
 // bytes, which keeps the frame of spool::start's root coroutine in the 128-byte class.
 class resume_task final : public continuation {
  public:

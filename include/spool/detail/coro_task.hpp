@@ -14,7 +14,7 @@
 
 #include "spool/detail/coro_resume.hpp"
 #include "spool/detail/future_state.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 
 namespace spool {
@@ -81,9 +81,9 @@ class task_result<void> {
 // Coroutine frames come from the pool's recycled task memory, as tasks do: a frame is often
 // allocated on one worker and freed on another.
 struct frame_memory {
-  static void* operator new(std::size_t size) { return task::operator new(size); }
+  static void* operator new(std::size_t size) { return work_item::operator new(size); }
   static void operator delete(void* p, std::size_t size) noexcept {
-    task::operator delete(p, size);
+    work_item::operator delete(p, size);
   }
 };
 

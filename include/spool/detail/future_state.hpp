@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 #include "spool/priority.hpp"
 
@@ -35,11 +35,11 @@ class state_base;
 // coroutine's resumption. complete() calls on_ready() once on each, on the completing thread
 // (or the registering one, if the state was ready already); the continuation then runs its work
 // there (run_here) or hands itself to its pool as a task (dispatch). A continuation is a task,
-// so that one object, one vtable pointer and one link (task::next: in a state's list, then in
+// so that one object, one vtable pointer and one link (work_item::next: in a state's list, then in
 // run_here's queue or a pool's) serve both; the states are continuations too (state_base), so a
 // then() link is a single object. Every continuation's task operations must be callable: one
 // that never enters a pool says so in run/cancel/destroy.
-class continuation : public task {
+class continuation : public work_item {
  public:
   // The state it waited for is ready. Called once.
   virtual void on_ready() noexcept { std::terminate(); }  // a state that is not a continuation
@@ -62,7 +62,7 @@ void run_here(continuation* c) noexcept;
 void dispatch(pool_ref where, priority p, continuation* c) noexcept;
 // Submits t to `where` from any thread: as core::submit (t is queued, or destroyed and the
 // refusal returned), and errc::shut_down (t destroyed) if the pool is gone.
-std::error_code submit_task(pool_ref where, priority p, task* t) noexcept;
+std::error_code submit_task(pool_ref where, priority p, work_item* t) noexcept;
 // The pool whose task the calling thread runs: its worker's pool, or the pool of a task an
 // outside thread runs (its own task taken back, caller_runs); no pool elsewhere.
 pool_ref running_pool() noexcept;
@@ -195,12 +195,12 @@ class state_base : public continuation {
  private:
   void wait_outside(const std::chrono::steady_clock::time_point* deadline) noexcept;
 
-  // See the layout note above: three 32-bit words after task::isolation, then the pointers.
+  // See the layout note above: three 32-bit words after work_item::isolation, then the pointers.
   std::atomic<std::uint32_t> status_{0};
   std::atomic<std::uint32_t> refs_{2};  // the task's and the future's
   const std::uint32_t stamp_;           // the owner's life this state was made in
   core* const owner_;
-  // Continuations waiting for completion, newest first, linked through task::next; becomes a
+  // Continuations waiting for completion, newest first, linked through work_item::next; becomes a
   // closed marker when complete() takes them. See continue_with() in
   // future_state.cpp.
   std::atomic<continuation*> continuations_{nullptr};

@@ -2,7 +2,7 @@
 // Internal: users never name these.
 #pragma once
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 

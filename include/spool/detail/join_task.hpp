@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool {
 class pool;
@@ -20,7 +20,7 @@ using join_call = void (*)(void* context) noexcept;
 // it alive until the half has run or been dropped, so it costs no allocation and no reference
 // count (a future's state needs both because either side may be the last to let go). The
 // protocol is in src/api/join.cpp.
-class join_task final : public task {
+class join_task final : public work_item {
  public:
   join_task(join_call call, void* context) noexcept : call_(call), context_(context) {}
   join_task(const join_task&) = delete;

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "spool/detail/future_state.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 
 namespace spool::detail {
 
@@ -89,7 +89,7 @@ class stoppable_future_task final : public state<R> {
 // if the token is stopped when a worker takes it. fn_ is called with no arguments: a callable
 // that takes the token has it bound already.
 template <class F>
-class stoppable_post_task final : public task {
+class stoppable_post_task final : public work_item {
  public:
   template <class G>
   stoppable_post_task(std::stop_token st, G&& fn) : st_(std::move(st)), fn_(std::forward<G>(fn)) {}

@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "spool/detail/future_state.hpp"
-#include "spool/detail/task.hpp"
+#include "spool/detail/work_item.hpp"
 #include "spool/error.hpp"
 #include "spool/priority.hpp"
 
@@ -59,7 +59,7 @@ class timer_entry;
 void timer_cancel(pool_ref owner, timer_entry& e) noexcept;
 // Submits a due timer's task from the timer thread: never blocks, never applies the bound;
 // refused only once the pool is closed (or for memory). Does not take t on refusal.
-std::error_code submit_due(core& owner, task* t, priority p) noexcept;
+std::error_code submit_due(core& owner, work_item* t, priority p) noexcept;
 
 // The deadline `delay` from now, saturated at the clock's end (a delay of nanoseconds::max()
 // means never, not an overflow).

@@ -1,4 +1,4 @@
-// spool/detail/task.hpp: the type-erased unit of work that travels through the queues.
+// spool/detail/work_item.hpp: the type-erased unit of work that travels through the queues.
 // Internal: users never name these types.
 #pragma once
 
@@ -35,9 +35,9 @@ enum class outcome : unsigned char { completed, failed, cancelled };
 // A task is intrusive (it carries its own queue link), so queueing it allocates nothing.
 // Exactly one of run(), cancel() or destroy() is called on every task, once; each of
 // them ends the task's life.
-class task {
+class work_item {
  public:
-  task* next = nullptr;  // link while in the injector; owned by whoever holds the task
+  work_item* next = nullptr;  // link while in the injector; owned by whoever holds the task
   // The isolation region the task was submitted in (spool::isolate), 0 for none. Set by the
   // pool when a worker submits it (the worker's current region), read when it runs. The
   // 4 bytes after it are the first of a derived class (state_base's counters).
@@ -69,18 +69,20 @@ class task {
   }
 
  protected:
-  task() = default;
-  ~task() = default;
-  task(const task&) = delete;
-  task& operator=(const task&) = delete;
+  work_item() = default;
+  ~work_item() = default;
+  work_item(const work_item&) = delete;
+  work_item& operator=(const work_item&) = delete;
 };
 
 // What an isolated wait may run (spool::isolate): the tasks of its region, and the one task it
 // waits for directly (may be null).
 struct region_match {
   region_id region;
-  const task* direct;
-  bool operator()(const task* t) const noexcept { return t->isolation == region || t == direct; }
+  const work_item* direct;
+  bool operator()(const work_item* t) const noexcept {
+    return t->isolation == region || t == direct;
+  }
 };
 
 // Where an exception reported to the pool's handler came from; the message printed to stderr
@@ -118,7 +120,7 @@ template <class T, class F>
 
 // A fire-and-forget task around a callable.
 template <class F>
-class post_task final : public task {
+class post_task final : public work_item {
  public:
   // Never copied or moved (task's copy is deleted): G is always the callable.
   template <class G>
