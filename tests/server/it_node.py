@@ -12,8 +12,8 @@ import signal
 import socket
 import threading
 
-from spoold_harness import (HELLO, Conn, ServerTestCase, SiteTestCase, Spoold, build_request,
-                            entry_total, main, page_entries, wait_until)
+from spoold_harness import (HELLO, SCALE, Conn, ServerTestCase, SiteTestCase, Spoold,
+                            build_request, entry_total, main, page_entries, wait_until)
 
 NODE = "web-7.a"
 
@@ -160,7 +160,11 @@ class DrainTest(SiteTestCase):
                 self.assertEqual(health.header("Spoold-Node"), "d1")
                 health = server.get("/healthz/node")
                 self.assertEqual((health.status, health.body), (503, b"draining\nnode: d1\n"))
-                self.assertIn("draining (/healthz answers 503 for 600.0 s)", server.out.text())
+                # Printed before the drain begins, but read from the pipe by another thread:
+                # wait for it rather than read what that thread has collected so far.
+                self.assertIsNotNone(server.out.wait_for(
+                    lambda l: "draining (/healthz answers 503 for 600.0 s)" in l, 10 * SCALE),
+                    server.out.text())
                 # Still serving: new connections, the kept one, the guestbook, posts. Each
                 # answer now closes its connection, so that a client reusing connections (a
                 # balancer) never has one closed under a request it is sending.
