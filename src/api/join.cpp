@@ -103,9 +103,9 @@ bool core::fork_join(join_task& right, join_call left, void* left_context) noexc
       drop(w, t);
       return false;
     }
-    add_owned32(w->depth, +1);
+    quiescence::task_begins(*w);
     right.call_(right.context_);
-    add_owned32(w->depth, -1);
+    quiescence::task_ends(*w);
     idle_.tally(w, &counters::completed, 1);
     return true;
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "queues/queues_testing.hpp"
+#include "quiescence/quiescence.hpp"
 #include "sleep/sleep.hpp"
 
 namespace spool::detail {
@@ -139,7 +140,7 @@ work_item* queues::steal(worker& w) noexcept {
         if (&victim == &w) continue;
         auto [t, retry] = victim.deque.steal();
         if (t != nullptr) {
-          add_owned(w.stats.stolen, 1);
+          quiescence::stole(w);
           return t;
         }
         contended |= retry;
@@ -182,7 +183,7 @@ work_item* queues::steal_near(worker& w, std::span<const std::unique_ptr<worker>
     auto [t, retry] = ws[v]->deque.steal();
     contended |= retry;
     if (t == nullptr) return false;
-    add_owned(w.stats.stolen, 1);
+    quiescence::stole(w);
     found = t;
     return true;
   });

@@ -74,6 +74,12 @@ class quiescence {
   bool running(const worker& w) const noexcept {
     return w.depth.load(std::memory_order_relaxed) != 0;
   }
+  // On w's thread only: w begins and ends running a task (nested when it helps while it
+  // waits), and w took a task from another worker or a producer slot. Plain stores of w's own
+  // counts (add_owned), as tally() makes them; inline, since they run once per task.
+  static void task_begins(worker& w) noexcept { add_owned32(w.depth, +1); }
+  static void task_ends(worker& w) noexcept { add_owned32(w.depth, -1); }
+  static void stole(worker& w) noexcept { add_owned(w.stats.stolen, 1); }
 
  private:
   void notify_waiters() noexcept;

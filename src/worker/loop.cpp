@@ -165,9 +165,9 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   // The task runs in the region it was submitted in, and so do the tasks it submits and its
   // waits; the worker's own region comes back when it returns (the task may be freed by then).
   const region_scope region(*w, *t);
-  add_owned32(w->depth, +1);
+  quiescence::task_begins(*w);
   const outcome how = t->run(*this);
-  add_owned32(w->depth, -1);
+  quiescence::task_ends(*w);
   return how;
 }
 

@@ -4,7 +4,7 @@
 // thread's slot (its deque empty, its counters kept) is reused by a later thread. Each part
 // keeps its per-worker state here, and only that part touches it: the queues (deque, batch and
 // the search's bookkeeping; the deque is private to them, others use push_local, pop_local and
-// has_local_work), counting (counters, depth), deferral (progress_seen) and the
+// has_local_work), counting (counters, depth), sleep's deferral (progress_seen) and the
 // sizer (thread_slot).
 //
 // The roster publishes slots by a release store of their count after construction, never
@@ -73,7 +73,8 @@ struct worker {
   region_id isolation = 0;
 
   // quiescence/: this worker's counts (written by it alone), and the tasks it is running
-  // (nested when helping).
+  // (nested when helping). Others change them only through quiescence's calls (tally,
+  // task_begins, task_ends, stole), on this worker's thread.
   counters stats;
   std::atomic<std::uint32_t> depth{0};
 
