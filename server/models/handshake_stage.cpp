@@ -135,7 +135,9 @@ void handshake_stage::run() {
     fds.clear();
     fds.push_back({wake_->fd(), POLLIN, 0});
     fds.push_back({stop_.fd(), POLLIN, 0});
-    auto wake = now + std::chrono::seconds(1);
+    // The nearest handshake or linger deadline; with none pending, until an event (a
+    // connection handed over, or the stop): an idle stage makes no wake-ups.
+    auto wake = steady_clock::time_point::max();
     for (const auto& p : pending_) {
       const short crossed = p->t ? p->t->crossed() : short{0};
       fds.push_back({p->fd(), crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
