@@ -2,6 +2,9 @@
 // the stop signal and every connection, each driven without blocking. The classic event loop
 // before epoll: every turn rebuilds and scans the whole set (O(connections) per wake-up), and
 // anything slow (a store call, which runs inline here) stalls every client (README.md).
+// Deadlines live in a timer heap, as in the epoll loops (event/timer_heap.hpp): each turn arms
+// every connection it polled at its deadline (a comparison unless the deadline moved
+// earlier), and only the connections the heap says are due are asked to act on it.
 #include <poll.h>
 
 #include <algorithm>
@@ -11,11 +14,17 @@
 #include <vector>
 
 #include "conn/connection.hpp"
+#include "event/timer_heap.hpp"
 #include "models/classic_model.hpp"
 #include "models/loop_chores.hpp"
 
 namespace spoold {
 namespace {
+
+struct poll_connection final : connection {
+  using connection::connection;
+  timer_node timer;  // in the loop's timer heap: due at deadline() or earlier
+};
 
 class poll_model : public classic_model {
  public:
@@ -39,7 +48,8 @@ class poll_model : public classic_model {
   listener tls_listener_;  // open with --tls-port only
   bool stopping_ = false;
   steady_clock::time_point accept_paused_until_{};
-  std::vector<std::unique_ptr<connection>> connections_;
+  std::vector<std::unique_ptr<poll_connection>> connections_;
+  timer_heap<poll_connection> timers_;
   loop_chores chores_{ctx_.log};
 };
 
@@ -47,13 +57,18 @@ void poll_model::run() {
   std::vector<pollfd> fds;
   for (;;) {
     auto now = steady_clock::now();
-    if (std::erase_if(connections_, [](const auto& c) { return c->closed(); }) > 0) {
+    const auto gone = [this](const std::unique_ptr<poll_connection>& c) {
+      if (!c->closed()) return false;
+      timers_.disarm(*c);
+      return true;
+    };
+    if (std::erase_if(connections_, gone) > 0) {
       chores_.connections_deleted();
     }
     if (stopping_ && connections_.empty()) break;
 
-    // The set: [stop] [listen] connections..., and the nearest deadline as the timeout: a
-    // connection's, the chores', the end of an accept pause; with none, until an event.
+    // The set: [stop] [listen] connections..., and the nearest deadline as the timeout: the
+    // timer heap's, the chores', the end of an accept pause; with none, until an event.
     fds.clear();
     if (!stopping_) fds.push_back({stop_.fd(), POLLIN, 0});
     const bool listening = !stopping_ && now >= accept_paused_until_;
@@ -61,11 +76,11 @@ void poll_model::run() {
     if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
     if (tls_listening) fds.push_back({tls_listener_.fd(), POLLIN, 0});
     const std::size_t first = fds.size();
-    auto wake = chores_.next(connections_.size());
+    auto wake = std::min(timers_.next(), chores_.next(connections_.size()));
     if (!stopping_ && !listening) wake = std::min(wake, accept_paused_until_);
     for (const auto& c : connections_) {
       fds.push_back({c->fd(), c->interest(), 0});
-      wake = c->has_ready_work() ? now : std::min(wake, c->deadline());
+      if (c->has_ready_work()) wake = now;
     }
     const int n = ::poll(fds.data(), fds.size(),
                          wake == steady_clock::time_point::max() ? -1 : poll_timeout(wake, now));
@@ -82,10 +97,16 @@ void poll_model::run() {
     // Connections accepted this turn are past the end of fds; they are polled next turn.
     const std::size_t polled = fds.size() - first;
     for (std::size_t i = 0; i < polled && i < connections_.size(); ++i) {
-      connection& c = *connections_[i];
+      poll_connection& c = *connections_[i];
       if (n > 0 && fds[first + i].revents != 0) c.on_poll(fds[first + i].revents, now);
       if (c.has_ready_work()) c.serve(requests_per_turn, now);
-      c.on_deadline(now);
+      if (!c.closed()) timers_.arm(c, c.deadline());
+    }
+    // Each is armed at its deadline or earlier; one whose deadline moved later since finds
+    // nothing due and is armed again at the true one.
+    while (poll_connection* c = timers_.pop_due(now)) {
+      c->on_deadline(now);
+      if (!c->closed()) timers_.arm(*c, c->deadline());
     }
     chores_.run(connections_.size(), now);
   }
@@ -98,7 +119,10 @@ void poll_model::begin_shutdown(steady_clock::time_point now) {
   // New connections are refused from here on; the open ones finish within the grace period.
   listener_.close();
   tls_listener_.close();
-  for (const auto& c : connections_) c->on_stop(now, stop_.raised_at() + ctx_.opts.grace);
+  for (const auto& c : connections_) {
+    c->on_stop(now, stop_.raised_at() + ctx_.opts.grace);
+    if (!c->closed()) timers_.arm(*c, c->deadline());
+  }
 }
 
 void poll_model::accept_some(listener& from, steady_clock::time_point now) {
@@ -107,11 +131,20 @@ void poll_model::accept_some(listener& from, steady_clock::time_point now) {
       refuse_connection(ctx_, std::move(a));
       return;
     }
+    std::unique_ptr<poll_connection> c;
     try {
-      connections_.push_back(std::make_unique<connection>(ctx_, driver_, std::move(a), now));
+      connections_.reserve(connections_.size() + 1);  // so that the push below cannot throw
+      c = std::make_unique<poll_connection>(ctx_, driver_, std::move(a), now);
     } catch (const std::bad_alloc&) {
       refuse_connection(ctx_, std::move(a));
+      return;
     }
+    try {
+      timers_.arm(*c, c->deadline());
+    } catch (const std::bad_alloc&) {
+      return;  // c closes the connection as it is destroyed, as the epoll loop's does
+    }
+    connections_.push_back(std::move(c));
   });
   // Out of descriptors (or worse): leave the socket out of the set for a moment instead of
   // spinning on it; pending connections wait in the backlog meanwhile.
