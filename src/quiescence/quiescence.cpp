@@ -34,12 +34,10 @@ std::uint64_t sum(std::span<const std::unique_ptr<worker>> ws, const counters& o
 }  // namespace
 
 void quiescence::fill(stats& s) const noexcept {
-  for (const auto& w : workers_.all()) {
-    if (w->depth.load(std::memory_order_relaxed) != 0) ++s.threads_busy;
-  }
   // The outsiders' submitted count also counts submissions still waiting for room: only the
   // accepted ones are reported, and the outsiders' share of those is the statistics part's.
   for (const auto& w : workers_.all()) {
+    if (running(*w)) ++s.threads_busy;
     s.submitted += w->stats.submitted.load(std::memory_order_relaxed);
   }
   for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
