@@ -17,8 +17,8 @@ namespace {
 // is the submitter's, or an outside waiter's, so spinners never take the core of the thread
 // that feeds them. In fork/join work, where workers run out of tasks and find more within
 // microseconds, every worker that may not poll sleeps and costs a futex wake to get back: a
-// cap of half the cores made fib(35) at 16 threads on 16 cores 1.7x slower (BENCHMARKS.md,
-// "Scaling").
+// cap of half the cores made fib(35) at 16 threads on 16 cores 1.7x slower (docs/decisions.md,
+// "At most half the cores").
 std::uint32_t max_spinners_for(unsigned threads) {
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   return std::max(1u, std::min(threads, cpus - 1));
