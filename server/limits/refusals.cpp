@@ -10,6 +10,7 @@
 #include <new>
 #include <system_error>
 
+#include "event/poll_set.hpp"
 #include "thread_name.hpp"
 
 namespace spoold {
@@ -82,7 +83,7 @@ void refusals::wake() const noexcept { wake_->signal(); }
 void refusals::run() {
   name_this_thread("spoold-refusals");
   std::vector<std::unique_ptr<connection>> lingering;
-  std::vector<pollfd> fds;
+  poll_set set;
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -91,24 +92,23 @@ void refusals::run() {
       incoming_.clear();
     }
     auto now = steady_clock::now();
-    fds.clear();
-    fds.push_back({wake_->fd(), POLLIN, 0});
+    set.clear();
+    const std::size_t wake_index = set.add(wake_->fd(), POLLIN);
+    const std::size_t first = set.size();  // lingering[i] is at first + i
     auto wake_at = steady_clock::time_point::max();
     for (const auto& c : lingering) {
-      fds.push_back({c->fd(), c->interest(), 0});
+      set.add(c->fd(), c->interest());
       wake_at = std::min(wake_at, c->deadline());
     }
-    const int timeout = lingering.empty() ? -1 : poll_timeout(wake_at, now);
-    const int n = ::poll(fds.data(), fds.size(), timeout);
-    now = steady_clock::now();
-    if (n < 0 && errno != EINTR) {
+    if (!set.wait(wake_at, now)) {
       std::perror("spoold: poll (refusals)");
       break;
     }
-    if (n > 0 && fds[0].revents != 0) wake_->drain();
+    now = steady_clock::now();
+    if (set.revents(wake_index) != 0) wake_->drain();
     for (std::size_t i = 0; i < lingering.size(); ++i) {
       connection& c = *lingering[i];
-      if (n > 0 && fds[i + 1].revents != 0) c.on_poll(fds[i + 1].revents, now);
+      if (const short revents = set.revents(first + i); revents != 0) c.on_poll(revents, now);
       c.on_deadline(now);
     }
     const std::size_t closed = std::erase_if(lingering, [](const auto& c) { return c->closed(); });

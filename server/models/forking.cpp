@@ -24,10 +24,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <thread>
 #include <unordered_map>
 
+#include "event/poll_set.hpp"
 #include "models/children.hpp"
 #include "models/classic_model.hpp"
 
@@ -61,19 +63,21 @@ class forking_model : public classic_model {
 };
 
 void forking_model::run() {
+  poll_set set;
   while (!stop_.raised()) {
-    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
+    set.clear();
+    const std::size_t listen_index = set.add(listener_.fd(), POLLIN);
+    const std::size_t stop_index = set.add(stop_.fd(), POLLIN);
     // While children live, wake now and then to reap them. (SIGCHLD cannot be waited for
     // here: the other threads do not block it, so it may be delivered to any of them.)
-    const int timeout = children_.empty() ? -1 : static_cast<int>(reap_interval.count());
-    const int n = ::poll(fds, 2, timeout);
-    if (n < 0 && errno != EINTR) {
+    const auto now = steady_clock::now();
+    if (!set.wait(children_.empty() ? steady_clock::time_point::max() : now + reap_interval, now)) {
       std::perror("spoold: poll");
       break;
     }
     reap(false);
-    if (n > 0 && fds[1].revents != 0) break;
-    if (n > 0 && fds[0].revents != 0) accept_some();
+    if (set.revents(stop_index) != 0) break;
+    if (set.revents(listen_index) != 0) accept_some();
   }
   shut_down();
 }

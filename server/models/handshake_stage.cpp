@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <optional>
 #include <string_view>
@@ -14,6 +13,7 @@
 
 #include "conn/connection.hpp"
 #include "conn/tls.hpp"
+#include "event/poll_set.hpp"
 #include "thread_name.hpp"
 
 namespace spoold {
@@ -127,34 +127,34 @@ void handshake_stage::discard(accepted& a) noexcept {
 }
 
 void handshake_stage::run() {
-  std::vector<pollfd> fds;
+  poll_set set;
   for (;;) {
     auto now = steady_clock::now();
     take_incoming(now);
     if (stop_.raised()) break;
-    fds.clear();
-    fds.push_back({wake_->fd(), POLLIN, 0});
-    fds.push_back({stop_.fd(), POLLIN, 0});
+    set.clear();
+    const std::size_t wake_index = set.add(wake_->fd(), POLLIN);
+    set.add(stop_.fd(), POLLIN);           // seen through stop_.raised() at the top of the turn
+    const std::size_t first = set.size();  // pending_[i] is at first + i
     // The nearest handshake or linger deadline; with none pending, until an event (a
     // connection handed over, or the stop): an idle stage makes no wake-ups.
     auto wake = steady_clock::time_point::max();
     for (const auto& p : pending_) {
       const short crossed = p->t ? p->t->crossed() : short{0};
-      fds.push_back({p->fd(), crossed != 0 ? crossed : static_cast<short>(POLLIN), 0});
+      set.add(p->fd(), crossed != 0 ? crossed : static_cast<short>(POLLIN));
       wake = std::min(wake, p->deadline);
     }
-    const int n = ::poll(fds.data(), fds.size(), poll_timeout(wake, now));
-    if (n < 0 && errno != EINTR) {
+    if (!set.wait(wake, now)) {
       std::perror("spoold: poll (TLS handshakes)");
       break;
     }
     now = steady_clock::now();
-    if (fds[0].revents != 0) wake_->drain();
+    if (set.revents(wake_index) != 0) wake_->drain();
     // pending_ may only shrink here; entries past the polled ones were not polled.
     std::size_t kept = 0;
     for (std::size_t i = 0; i < pending_.size(); ++i) {
       pending& p = *pending_[i];
-      const short revents = n > 0 ? fds[i + 2].revents : short{0};
+      const short revents = set.revents(first + i);
       bool stays = true;
       if (revents != 0) stays = progress(p, revents, now);
       if (stays && now >= p.deadline) {

@@ -8,12 +8,14 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <cstddef>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <vector>
 
 #include "conn/connection.hpp"
+#include "event/poll_set.hpp"
 #include "event/timer_heap.hpp"
 #include "models/classic_model.hpp"
 #include "models/loop_chores.hpp"
@@ -54,7 +56,7 @@ class poll_model : public classic_model {
 };
 
 void poll_model::run() {
-  std::vector<pollfd> fds;
+  poll_set set;
   for (;;) {
     auto now = steady_clock::now();
     const auto gone = [this](const std::unique_ptr<poll_connection>& c) {
@@ -69,36 +71,36 @@ void poll_model::run() {
 
     // The set: [stop] [listen] connections..., and the nearest deadline as the timeout: the
     // timer heap's, the chores', the end of an accept pause; with none, until an event.
-    fds.clear();
-    if (!stopping_) fds.push_back({stop_.fd(), POLLIN, 0});
+    set.clear();
+    const std::size_t none = std::numeric_limits<std::size_t>::max();
+    const std::size_t stop_index = stopping_ ? none : set.add(stop_.fd(), POLLIN);
     const bool listening = !stopping_ && now >= accept_paused_until_;
     const bool tls_listening = listening && tls_listener_.fd() >= 0;
-    if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
-    if (tls_listening) fds.push_back({tls_listener_.fd(), POLLIN, 0});
-    const std::size_t first = fds.size();
+    const std::size_t listen_index = listening ? set.add(listener_.fd(), POLLIN) : none;
+    const std::size_t tls_index = tls_listening ? set.add(tls_listener_.fd(), POLLIN) : none;
+    const std::size_t first = set.size();  // connections_[i] is at first + i
     auto wake = std::min(timers_.next(), chores_.next(connections_.size()));
     if (!stopping_ && !listening) wake = std::min(wake, accept_paused_until_);
     for (const auto& c : connections_) {
-      fds.push_back({c->fd(), c->interest(), 0});
+      set.add(c->fd(), c->interest());
       if (c->has_ready_work()) wake = now;
     }
-    const int n = ::poll(fds.data(), fds.size(),
-                         wake == steady_clock::time_point::max() ? -1 : poll_timeout(wake, now));
-    now = steady_clock::now();
-    if (n < 0) {
-      if (errno == EINTR) continue;
+    if (!set.wait(wake, now)) {
       std::perror("spoold: poll");
       stop_.raise();  // nothing sensible is left to do; close what is open within the grace
     }
+    now = steady_clock::now();
 
-    if (!stopping_ && (fds[0].revents != 0 || stop_.raised())) begin_shutdown(now);
-    if (listening && !stopping_ && fds[1].revents != 0) accept_some(listener_, now);
-    if (tls_listening && !stopping_ && fds[2].revents != 0) accept_some(tls_listener_, now);
-    // Connections accepted this turn are past the end of fds; they are polled next turn.
-    const std::size_t polled = fds.size() - first;
+    if (!stopping_ && (set.revents(stop_index) != 0 || stop_.raised())) begin_shutdown(now);
+    if (listening && !stopping_ && set.revents(listen_index) != 0) accept_some(listener_, now);
+    if (tls_listening && !stopping_ && set.revents(tls_index) != 0) {
+      accept_some(tls_listener_, now);
+    }
+    // Connections accepted this turn are past the end of the set; they are polled next turn.
+    const std::size_t polled = set.size() - first;
     for (std::size_t i = 0; i < polled && i < connections_.size(); ++i) {
       poll_connection& c = *connections_[i];
-      if (n > 0 && fds[first + i].revents != 0) c.on_poll(fds[first + i].revents, now);
+      if (const short revents = set.revents(first + i); revents != 0) c.on_poll(revents, now);
       if (c.has_ready_work()) c.serve(requests_per_turn, now);
       if (!c.closed()) timers_.arm(c, c.deadline());
     }

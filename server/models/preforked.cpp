@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "event/poll_set.hpp"
 #include "limits/client_limits.hpp"
 #include "limits/worker_pressure.hpp"
 #include "models/children.hpp"
@@ -136,23 +137,22 @@ void preforked_model::supervise() {
   for (std::size_t i = 0; i < workers_.size(); ++i) fork_worker(i);
   // Sleeps until the stop, a worker's exit (its pidfd turns readable) or the next restart due;
   // a worker without a pidfd makes it look every supervise_interval instead.
-  std::vector<pollfd> fds;
+  poll_set set;
   for (;;) {
-    fds.assign(1, {stop_.fd(), POLLIN, 0});
+    set.clear();
+    set.add(stop_.fd(), POLLIN);
     auto wake = steady_clock::time_point::max();
     for (const worker& w : workers_) {
       if (w.pid < 0) {
         wake = std::min(wake, w.restart_at);
       } else if (w.pidfd >= 0) {
-        fds.push_back({w.pidfd, POLLIN, 0});
+        set.add(w.pidfd, POLLIN);
       } else {
         wake = std::min(wake, steady_clock::now() + supervise_interval);
       }
     }
-    const auto now = steady_clock::now();
-    const int n = ::poll(fds.data(), fds.size(),
-                         wake == steady_clock::time_point::max() ? -1 : poll_timeout(wake, now));
-    if (n < 0 && errno != EINTR) {
+    // What woke it is read below as it is: the stop, and which children exited (reap).
+    if (!set.wait(wake, steady_clock::now())) {
       std::perror("spoold: poll (supervisor)");
       if (stop_.wait_for(supervise_interval)) break;  // look by period rather than spin
     }

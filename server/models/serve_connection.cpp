@@ -3,10 +3,11 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <limits>
 
+#include "event/poll_set.hpp"
 #include "limits/worker_pressure.hpp"
 
 namespace spoold {
@@ -17,6 +18,7 @@ void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a
   auto now = steady_clock::now();
   connection c(ctx, driver, std::move(a), now);
   bool stop_seen = false;
+  poll_set set;
   while (!c.closed()) {
     if (c.has_ready_work()) c.serve(std::numeric_limits<int>::max(), now);
     if (c.closed()) break;
@@ -37,20 +39,19 @@ void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a
     const short interest = c.interest();
     if (opts.flush_log_when_idle && ctx.log && interest == POLLIN && !ready) ctx.log->flush();
     // Once the stop is seen its descriptor stays readable: leave it out of the set.
-    pollfd fds[2] = {{c.fd(), interest, 0}, {stop.fd(), POLLIN, 0}};
-    const nfds_t count = stop_seen ? 1 : 2;
-    const int n = ::poll(fds, count, ready ? 0 : poll_timeout(wake, now));
-    now = steady_clock::now();
-    if (n < 0) {
-      if (errno == EINTR) continue;
+    set.clear();
+    const std::size_t conn_index = set.add(c.fd(), interest);
+    const std::size_t stop_index = stop_seen ? 0 : set.add(stop.fd(), POLLIN);  // 0: unused
+    if (!set.wait(ready ? now : wake, now)) {
       std::perror("spoold: poll");
       break;  // the connection's destructor closes the socket
     }
-    if (count == 2 && fds[1].revents != 0) {
+    now = steady_clock::now();
+    if (!stop_seen && set.revents(stop_index) != 0) {
       stop_seen = true;
       c.on_stop(now, stop.raised_at() + ctx.opts.grace);
     }
-    if (fds[0].revents != 0) c.on_poll(fds[0].revents, now);
+    if (const short revents = set.revents(conn_index); revents != 0) c.on_poll(revents, now);
     c.on_deadline(now);
   }
   if (opts.flush_log_when_idle && ctx.log) ctx.log->flush();
