@@ -273,8 +273,8 @@ local function submit(keys, args)
   local now = now_ms()
   local max = tonumber(redis.call('HGET', P .. ':config', 'max') or '0') or 0
   local pending = nil
-  local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
-  local earliest = head[2] and tonumber(head[2]) or nil
+  -- The earliest due time, read when the first delayed job of the call needs it.
+  local earliest, earliest_read = nil, false
   local out = {}
   local ready = 0
   for i = 0, count - 1 do
@@ -320,6 +320,10 @@ local function submit(keys, args)
         if delay > 0 then
           state = 'delayed'
           due = int(now + delay)
+          if not earliest_read then
+            local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+            earliest, earliest_read = head[2] and tonumber(head[2]) or nil, true
+          end
           redis.call('ZADD', P .. ':delayed', due, n)
           if earliest == nil or now + delay < earliest then
             earliest = now + delay
@@ -437,8 +441,15 @@ local function claim(keys, args)
     return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS')
   end
   local now = now_ms()
-  promote_due(P, Q, now, 1000)
-  local paused = redis.call('HGET', P .. ':config', 'paused') == '1'
+  -- The delayed set's head says whether anything is due (and, unless promoted, next_due); the
+  -- config hash, whether the queue is paused and when each lower level was served last.
+  local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+  local promoted = head[2] ~= nil and tonumber(head[2]) <= now
+  if promoted then
+    promote_due(P, Q, now, 1000)
+  end
+  local config = redis.call('HMGET', P .. ':config', 'paused', 'served:low', 'served:normal')
+  local paused = config[1] == '1'
   local jobs = {}
   local drained = true
   local function take(level, entries, via_takeover)
@@ -492,7 +503,7 @@ local function claim(keys, args)
     for level = 0, 1 do
       if aging > 0 and room - #jobs > 0 then
         local field = 'served:' .. LEVELS[level + 1]
-        local served = tonumber(redis.call('HGET', P .. ':config', field) or '0') or 0
+        local served = tonumber(config[level + 2] or '0') or 0
         if now - served >= aging then
           local s = stream_of(P, level)
           local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 1, 'STREAMS',
@@ -512,15 +523,19 @@ local function claim(keys, args)
     -- so that fewer jobs than room means every stream is drained.
     -- At most `budget` entries are read in one call, so that a long run of leftovers does not
     -- hold Redis up; the caller claims again at once when it ran out (drained = false).
+    -- A read that returns fewer entries than it asked for has seen the level's end: no other
+    -- client runs while this function does, so nothing new can have been added meanwhile.
     local budget = 1000
     for level = 2, 0, -1 do
       local s = stream_of(P, level)
+      local served = false
       while room - #jobs > 0 do
         if budget <= 0 then
           drained = false
           break
         end
-        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', room - #jobs,
+        local asked = room - #jobs
+        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', asked,
           'STREAMS', s, '>')
         if type(r) == 'table' and r.err then
           return r
@@ -528,16 +543,23 @@ local function claim(keys, args)
         if not r then
           break
         end
-        budget = budget - #r[1][2]
-        take(level, r[1][2], false)
-        if level < 2 then
-          redis.call('HSET', P .. ':config', 'served:' .. LEVELS[level + 1], int(now))
+        local entries = r[1][2]
+        budget = budget - #entries
+        take(level, entries, false)
+        served = true
+        if #entries < asked then
+          break
         end
+      end
+      if served and level < 2 then
+        redis.call('HSET', P .. ':config', 'served:' .. LEVELS[level + 1], int(now))
       end
     end
   end
   local next_due = -1
-  local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+  if promoted then
+    head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
+  end
   if head[2] then
     next_due = math.max(0, tonumber(head[2]) - now)
   end
