@@ -18,7 +18,9 @@ void serve_connection(server_context& ctx, const stop_signal& stop, accepted&& a
   auto now = steady_clock::now();
   connection c(ctx, driver, std::move(a), now);
   bool stop_seen = false;
-  poll_set set;
+  // One per thread, so that a thread serving connection after connection (prethreaded, queue)
+  // allocates its set once, not per connection. A thread serves one connection at a time.
+  thread_local poll_set set;
   while (!c.closed()) {
     if (c.has_ready_work()) c.serve(std::numeric_limits<int>::max(), now);
     if (c.closed()) break;
