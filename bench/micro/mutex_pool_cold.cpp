@@ -19,12 +19,18 @@
 #include "workload/task_tally.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: spool-mutex-pool-cold N SETTLE_MS\n");
+  // N: a whole number of posts, at least 1; SETTLE_MS: a whole number of ms, 0 to 60000.
+  char* end_n = nullptr;
+  char* end_ms = nullptr;
+  const std::uint64_t n = argc == 3 ? std::strtoull(argv[1], &end_n, 10) : 0;
+  const long settle_ms = argc == 3 ? std::strtol(argv[2], &end_ms, 10) : -1;
+  if (argc != 3 || argv[1][0] == '-' || *end_n != '\0' || n == 0 || *end_ms != '\0' ||
+      settle_ms < 0 || settle_ms > 60000) {
+    std::fprintf(stderr,
+                 "usage: spool-mutex-pool-cold N SETTLE_MS  (N >= 1 posts, 0 <= SETTLE_MS <= "
+                 "60000)\n");
     return 2;
   }
-  const std::uint64_t n = std::strtoull(argv[1], nullptr, 10);
-  const int settle_ms = std::atoi(argv[2]);
   bench::mutex_pool pool(2);
   if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
   const auto t0 = std::chrono::steady_clock::now();
@@ -36,7 +42,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "spool-mutex-pool-cold: lost tasks\n");
     return 1;
   }
-  std::printf("n=%llu settle_ms=%d tasks_per_s=%.0f run_by_last_post=%.3f\n",
+  std::printf("n=%llu settle_ms=%ld tasks_per_s=%.0f run_by_last_post=%.3f\n",
               static_cast<unsigned long long>(n), settle_ms, static_cast<double>(n) / s,
               static_cast<double>(run_by_last_post) / static_cast<double>(n));
   return 0;
