@@ -28,6 +28,12 @@ struct core_testing {
   static bool has_producer_slot(const core& c) noexcept {
     return c.queues_.slots().cached() != nullptr;
   }
+  // Whether the calling thread's producer slot of c says its owner takes its tasks back
+  // (producer_slot::takes_back); false without a slot.
+  static bool takes_back(const core& c) noexcept {
+    const producer_slot* slot = c.queues_.slots().cached();
+    return slot != nullptr && slot->takes_back;
+  }
   // Producer slots claimed so far, given back or not ([0, in_use()) are searched).
   static std::size_t producer_slots_in_use(const core& c) noexcept {
     return c.queues_.slots().in_use();

@@ -152,6 +152,7 @@ std::error_code core::enter_batch(worker* w, producer_slot* slot, std::size_t n)
     return discarding() ? errc::shut_down : std::error_code{};
   }
   add_owned(slot->entered, n);
+  slot->owner_pushed(nullptr);
   sleep_.note_outside();
   return closed_after_barrier() ? errc::shut_down : std::error_code{};
 }
@@ -190,8 +191,9 @@ std::error_code core::submit_to_slot(producer_slot& slot, work_item* t) noexcept
     return why;
   }
   add_owned(slot.accepted, 1);
-  sleep_.note_outside();
-  sleep_.notify_worker();
+  slot.owner_pushed(t);
+  sleep_.note_outside(slot.takes_back);
+  sleep_.notify_worker(slot.takes_back);
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <latch>
 #include <thread>
+#include <utility>
 
 #include "core_testing.hpp"
 #include "stress_scale.hpp"
@@ -158,6 +159,73 @@ TEST(Deferral, GroupWaitHandsDeferredWorkOver) {
     check();
     g.wait();
   });
+}
+
+// An outside thread that submits a task and waits for it with get(), one trip after another,
+// runs each task itself (core::run_own_task) unless a worker took it first. Once it has taken
+// one back, its submissions defer their wake-ups to a timed sleeper instead of waking a worker
+// that would find nothing, or take the task and make the thread wait for a hand-off. Here the
+// workers park as soon as they are idle (spin_rounds 0): no worker is awake, so the pool is
+// never crowded, and without this rule no submission would defer at all.
+TEST(Deferral, OwnerThatTakesItsTasksBackDefers) {
+  cpus_override cpus(2);
+  spool::pool pool(crowding_config(std::chrono::hours(1)));
+  const core& c = pool_access::of(pool);
+  const auto me = std::this_thread::get_id();
+  int value = 0;
+  auto trip = [&] {
+    ++value;
+    auto f = pool.submit([v = value] { return std::pair(v, std::this_thread::get_id()); });
+    const auto [got, ran_on] = f.get();
+    EXPECT_EQ(got, value);
+    return ran_on;
+  };
+  // Until this thread has run its task, and a parked worker holds the timed role (a woken
+  // worker may take the first tasks before this thread's get() does; one that parks after
+  // this thread took a task back takes the role).
+  while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c) &&
+           core_testing::sleepers(c) == 2)) {
+  }
+  const std::uint64_t deferred = core_testing::deferred_wakes(c);
+  for (int i = 0; i < 1000; ++i) trip();
+  EXPECT_GT(core_testing::deferred_wakes(c), deferred);
+}
+
+// The same thread, taking its tasks back, then posts a task it does not wait for in spool: its
+// wake-up is deferred all the same (the thread's next submission is what tells), and the timed
+// sleeper runs it at its period's end. The submission after that one no longer counts the
+// thread as taking its tasks back. If the role lapsed before the post (this thread was
+// descheduled for a whole period), the post woke a worker instead; the scenario is then run
+// again on a fresh pool.
+TEST(Deferral, UnwaitedTaskOfAnOwnerThatTakesTasksBackStillRuns) {
+  cpus_override cpus(2);
+  const auto me = std::this_thread::get_id();
+  bool deferred_once = false;
+  for (int attempt = 0; attempt < 20 && !deferred_once; ++attempt) {
+    spool::pool pool(crowding_config(20ms));
+    const core& c = pool_access::of(pool);
+    auto trip = [&] { return pool.submit([] { return std::this_thread::get_id(); }).get(); };
+    while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c) &&
+             core_testing::sleepers(c) == 2)) {
+    }
+    const std::uint64_t deferred = core_testing::deferred_wakes(c);
+    std::latch done(1);
+    std::thread::id ran_on;
+    pool.post([&] {
+      ran_on = std::this_thread::get_id();
+      done.count_down();
+    });
+    deferred_once = core_testing::deferred_wakes(c) > deferred;
+    done.wait();
+    EXPECT_NE(ran_on, me);
+    EXPECT_TRUE(core_testing::takes_back(c));  // still: the post's own submission decides nothing
+    std::latch again(1);
+    pool.post([&] { again.count_down(); });
+    EXPECT_FALSE(core_testing::takes_back(c));
+    again.wait();
+    pool.wait_idle();
+  }
+  EXPECT_TRUE(deferred_once) << "no post was deferred in 20 attempts";
 }
 
 // A pool that must not defer, made crowded as crowd() does and then given 100 tasks one at a

@@ -44,6 +44,29 @@ struct producer_slot {
   // moment they start (quiescence), `accepted` the ones that went in (statistics).
   std::atomic<std::uint64_t> entered{0};
   std::atomic<std::uint64_t> accepted{0};
+
+  // Whether the owner takes its tasks back (`takes_back`): it submits a task and then waits
+  // for it with get() or wait(), which runs the task on the owner if no worker has taken it
+  // (core::run_own_task), one trip after another. Set when the owner waits on the task it
+  // submitted last (queues::take_back); cleared when it waits on an earlier one (it keeps
+  // several tasks out at once: fork/join from outside the pool, a batch), and when it submits
+  // again without having waited on the last one. Its submissions then defer their wake-up
+  // (sleep_control::notify_worker): a worker woken for such a task would find nothing, or take
+  // it and make the owner wait for a hand-off.
+  // Owner only, on the line the owner writes on every submission (plain fields: a slot's next
+  // owner takes them over as it does the counts).
+  void owner_pushed(const work_item* t) noexcept {
+    if (!waited_last) takes_back = false;
+    pushed_last = t;
+    waited_last = false;
+  }
+  void owner_waits_for(const work_item* t) noexcept {
+    waited_last = t == pushed_last;
+    takes_back = waited_last;
+  }
+  const work_item* pushed_last = nullptr;  // compared, never dereferenced
+  bool waited_last = false;
+  bool takes_back = false;
   // A try-lock, never waited on, held by the one worker taking a run of this slot's tasks into
   // its stolen_batch (queues::steal explains why the order needs it) as k_filling, or by an
   // outside thread for one check and at most one CAS (taking its own task back, reclaiming

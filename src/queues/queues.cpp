@@ -234,6 +234,7 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
 
 bool queues::take_back(const work_item* t) noexcept {
   producer_slot* slot = slots_.cached();
+  if (slot != nullptr) slot->owner_waits_for(t);
   // Only the oldest task is taken back: if t is not it now, leave the lock to the workers.
   if (slot == nullptr || !slot->deque.oldest_is(t)) return false;
   std::uint8_t held;

@@ -100,12 +100,14 @@ bool sleep_control::sleep_timed(worker& w) noexcept {
     const parker::wake how = parker_.park_until(w.index, deadline);
     if (how != parker::wake::timed_out) return how == parker::wake::searching;
     // Whether an outside thread submitted during the period (and clear it for the next).
-    const bool outside = outside_active_.exchange(0, std::memory_order_relaxed) != 0;
+    const std::uint32_t outside = outside_active_.exchange(0, std::memory_order_relaxed);
     const bool stuck = note_progress(w);
     const bool queued = work_.has_work();
-    // Nothing to defer for: no outside thread took a core this period, or too few workers
-    // are awake to crowd it.
-    if (!outside || awake_workers(1) < keep_awake_) return false;
+    // Nothing to defer for: no outside thread submitted this period, or too few workers are
+    // awake to crowd it and no outside thread that takes its tasks back submitted.
+    if (outside == 0 || (awake_workers(1) < keep_awake_ && outside != k_outside_takes_back)) {
+      return false;
+    }
     // A worker ran one task for the whole period: it may be blocked, and the work queued
     // behind it must not wait for it.
     if (queued && stuck) {

@@ -14,7 +14,7 @@
 //    listed, or the worker that held the role is between its deadline and its decision
 //    (sleep/README.md, "Deferred wake-ups").
 //  - An idle pool makes no wake-ups: only the timed role sleeps with a deadline, and only
-//    while an outside thread submits to a crowded pool.
+//    while an outside thread submits to a crowded pool or takes its tasks back.
 //
 // Boundaries: every part that makes a task visible (submission, fork, a range ticket, a
 // stolen batch) calls notify_worker() afterwards; an outside thread about to sleep in spool
@@ -55,14 +55,20 @@ class sleep_control {
   // ---- Notifiers ----
 
   // After making work visible: wakes one sleeper, unless a spinner will find the work, nobody
-  // sleeps, or the pool is crowded and a timed sleeper watches the deferred work.
-  void notify_worker() noexcept {
-    parker_.notify_one([this] { return crowded(0); });
+  // sleeps, or a timed sleeper watches the deferred work and either the pool is crowded or
+  // `taken_back`: the submitter is an outside thread that takes its tasks back
+  // (producer_slot::takes_back) and is about to run this one itself (sleep/README.md,
+  // "Deferred wake-ups").
+  void notify_worker(bool taken_back = false) noexcept {
+    parker_.notify_one([this, taken_back] { return (taken_back && defer_) || crowded(0); });
   }
   // A thread outside the pool submitted: it holds a core while it goes on submitting.
-  void note_outside() noexcept {
-    if (outside_active_.load(std::memory_order_relaxed) == 0) {
-      outside_active_.store(1, std::memory_order_relaxed);
+  // `takes_back`: it takes its tasks back (as for notify_worker), which keeps the timed role
+  // wanted when no worker is awake.
+  void note_outside(bool takes_back = false) noexcept {
+    const std::uint32_t seen = takes_back ? k_outside_takes_back : k_outside;
+    if (outside_active_.load(std::memory_order_relaxed) < seen) {
+      outside_active_.store(seen, std::memory_order_relaxed);
     }
   }
   // A thread outside the pool is about to sleep (a future, a group, wait_idle, a full queue):
@@ -136,8 +142,12 @@ class sleep_control {
     }
   }
   // Whether w, about to park, should ask for the timed role: the pool would be crowded
-  // without it, and w is not one that retires when idle (those park with their own deadline).
-  bool wants_timed_role(bool may_retire) const noexcept { return !may_retire && crowded(1); }
+  // without it, or an outside thread that takes its tasks back submitted lately (its
+  // submissions defer to the role); and w is not one that retires when idle (those park with
+  // their own deadline).
+  bool wants_timed_role(bool may_retire) const noexcept {
+    return !may_retire && (crowded(1) || owner_takes_back());
+  }
 
   // ---- The parking protocol (sleep/README.md, "Parking and waking") ----
 
@@ -255,6 +265,13 @@ class sleep_control {
   const bool defer_;
   // Deferral is on and there are more workers than keep_awake_: some may retreat.
   const bool retreats_;
+  // Whether an outside thread submitted since the timed sleeper's last period: 0 none,
+  // k_outside, or k_outside_takes_back if one that takes its tasks back did (note_outside).
+  static constexpr std::uint32_t k_outside = 1;
+  static constexpr std::uint32_t k_outside_takes_back = 2;
+  bool owner_takes_back() const noexcept {
+    return defer_ && outside_active_.load(std::memory_order_relaxed) == k_outside_takes_back;
+  }
   alignas(64) std::atomic<std::uint32_t> outside_active_{0};
   std::atomic<std::uint64_t> rescues_{0};
 };
