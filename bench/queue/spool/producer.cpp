@@ -10,7 +10,9 @@
 // result thread pops the outcome Redis pushed to the producer's list and completes the future,
 // whose continuation notes the time.
 //   --mode single: N submit() calls from one thread; --mode bulk: submit_bulk() of B jobs (one
-//   round trip each). Prints {"jobs", "submit_s", "done_s"}.
+//   round trip each). Prints {"jobs", "submit_s", "done_s"}. With --submit-only the producer
+//   waits for no result and prints {"jobs", "submit_s"}: with no worker running, the rate at
+//   which one thread's submissions are acknowledged, the bound on any single-submit rate.
 //   --rate R: open loop, job k sent at start + k/R by one of 16 submitting threads (each waits
 //   for its own acknowledgement, which under appendfsync always follows an fsync), so that one
 //   slow acknowledgement does not hold back the schedule. Prints {"jobs", "rate", "start_us",
@@ -47,7 +49,7 @@ namespace q = spool::queue;
 
 constexpr const char* usage =
     "usage: producer --redis URL --queue Q --jobs N (--mode single|bulk [--bulk B] | --rate R) "
-    "[--timeout S]\n       producer --redis URL --queue Q --print-commands";
+    "[--timeout S] [--submit-only]\n       producer --redis URL --queue Q --print-commands";
 constexpr unsigned rate_threads = 16;
 
 std::string json_string(const std::string& s) {
@@ -149,7 +151,7 @@ struct results {
 };
 
 void run_mode(q::producer& p, const std::string& queue, std::size_t n, bool bulk, std::size_t batch,
-              std::chrono::seconds timeout) {
+              std::chrono::seconds timeout, bool submit_only) {
   results r(n);
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t first_ns = now_ns();
@@ -169,6 +171,10 @@ void run_mode(q::producer& p, const std::string& queue, std::size_t n, bool bulk
   }
   const double submit_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (submit_only) {
+    std::printf("{\"jobs\": %zu, \"submit_s\": %.6f}\n", n, submit_s);
+    return;
+  }
   r.collect(timeout);
   std::int64_t last = first_ns;
   for (std::size_t i = 0; i < n; ++i) last = std::max(last, r.seen_ns[i].load());
@@ -223,7 +229,7 @@ void run_rate(q::producer& p, const std::string& queue, std::size_t n, double ra
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto a = parse_args(argc, argv, usage, {"--print-commands"});
+  const auto a = parse_args(argc, argv, usage, {"--print-commands", "--submit-only"});
   const std::string queue = required(a, "--queue", usage);
   const std::string url = store_url(required(a, "--redis", usage));
   if (a.count("--print-commands")) {
@@ -247,7 +253,7 @@ int main(int argc, char** argv) {
       const long batch = a.count("--bulk") ? std::atol(a.at("--bulk").c_str()) : 100;
       if (batch < 1) fail("--bulk must be at least 1");
       run_mode(p, queue, static_cast<std::size_t>(jobs), mode == "bulk",
-               static_cast<std::size_t>(batch), timeout);
+               static_cast<std::size_t>(batch), timeout, a.count("--submit-only") > 0);
     }
   } catch (const std::exception& e) {
     fail(std::string("producer: ") + e.what());
