@@ -228,6 +228,39 @@ TEST(Deferral, UnwaitedTaskOfAnOwnerThatTakesTasksBackStillRuns) {
   EXPECT_TRUE(deferred_once) << "no post was deferred in 20 attempts";
 }
 
+// Two outside threads take their tasks back; one then posts a task it does not wait for in
+// spool, while the other goes on with its trips, which keep a timed sleeper listed period
+// after period. The post must run while the trips go on: a period that ends with work queued
+// and no worker awake takes it (sleep_control::sleep_timed) rather than defer it again, since
+// the other thread takes back only its own tasks. (Here the other thread's trips are not all
+// taken back, and one that a worker runs also wakes workers; the rule is what bounds the wait
+// when they all are.) If the post was not deferred (no role listed just then), it is run again
+// on a fresh pool.
+TEST(Deferral, AnotherOwnersTripsDoNotHoldBackAPost) {
+  cpus_override cpus(2);
+  const auto me = std::this_thread::get_id();
+  bool deferred_once = false;
+  for (int attempt = 0; attempt < 20 && !deferred_once; ++attempt) {
+    spool::pool pool(crowding_config(1ms));
+    const core& c = pool_access::of(pool);
+    std::atomic<bool> stop{false};
+    std::thread other([&] {
+      while (!stop.load(std::memory_order_relaxed)) pool.submit([] {}).get();
+    });
+    auto trip = [&] { return pool.submit([] { return std::this_thread::get_id(); }).get(); };
+    while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c))) {
+    }
+    const std::uint64_t deferred = core_testing::deferred_wakes(c);
+    std::latch done(1);
+    pool.post([&] { done.count_down(); });
+    deferred_once = core_testing::deferred_wakes(c) > deferred;
+    done.wait();
+    stop = true;
+    other.join();
+  }
+  EXPECT_TRUE(deferred_once) << "no post was deferred in 20 attempts";
+}
+
 // A pool that must not defer, made crowded as crowd() does and then given 100 tasks one at a
 // time, each waited for on a std::latch: only the second worker can run them, and it must be
 // woken each time (a deferred wake-up would leave the task to a timed sleeper, if any).

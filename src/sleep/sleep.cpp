@@ -114,6 +114,10 @@ bool sleep_control::sleep_timed(worker& w) noexcept {
       rescues_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
+    // Too few workers awake to crowd the pool: the deferral was for an outside thread that
+    // takes its tasks back, and work still queued is work no such thread took back (a post it
+    // does not wait for, or another thread's task). No awake worker will get to it: take it.
+    if (queued && awake_workers(1) < keep_awake_) return false;
     // One more period. Queued work was seen above and is deferred to this sleeper's next
     // period: no last look (it would take the work). With nothing queued, the usual last look.
     if (!parker_.prepare(w.index, true)) {  // another sleeper took the role meanwhile
