@@ -191,6 +191,18 @@ TEST(Deferral, OwnerThatTakesItsTasksBackDefers) {
   EXPECT_GT(core_testing::deferred_wakes(c), deferred);
 }
 
+// Makes submit().get() trips from this thread until it has run its own task and a parked
+// worker holds the timed role (with `both_parked`, both workers listed): its next submission
+// defers. A woken worker may take the first tasks before this thread's get() does.
+void take_back_until_deferring(spool::pool& pool, bool both_parked) {
+  const core& c = pool_access::of(pool);
+  const auto me = std::this_thread::get_id();
+  auto trip = [&] { return pool.submit([] { return std::this_thread::get_id(); }).get(); };
+  while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c) &&
+           (!both_parked || core_testing::sleepers(c) == 2))) {
+  }
+}
+
 // The same thread, taking its tasks back, then posts a task it does not wait for in spool: its
 // wake-up is deferred all the same (the thread's next submission is what tells), and the timed
 // sleeper runs it at its period's end. The submission after that one no longer counts the
@@ -204,10 +216,7 @@ TEST(Deferral, UnwaitedTaskOfAnOwnerThatTakesTasksBackStillRuns) {
   for (int attempt = 0; attempt < 20 && !deferred_once; ++attempt) {
     spool::pool pool(crowding_config(20ms));
     const core& c = pool_access::of(pool);
-    auto trip = [&] { return pool.submit([] { return std::this_thread::get_id(); }).get(); };
-    while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c) &&
-             core_testing::sleepers(c) == 2)) {
-    }
+    take_back_until_deferring(pool, /*both_parked=*/true);
     const std::uint64_t deferred = core_testing::deferred_wakes(c);
     std::latch done(1);
     std::thread::id ran_on;
@@ -238,7 +247,6 @@ TEST(Deferral, UnwaitedTaskOfAnOwnerThatTakesTasksBackStillRuns) {
 // on a fresh pool.
 TEST(Deferral, AnotherOwnersTripsDoNotHoldBackAPost) {
   cpus_override cpus(2);
-  const auto me = std::this_thread::get_id();
   bool deferred_once = false;
   for (int attempt = 0; attempt < 20 && !deferred_once; ++attempt) {
     spool::pool pool(crowding_config(1ms));
@@ -247,9 +255,7 @@ TEST(Deferral, AnotherOwnersTripsDoNotHoldBackAPost) {
     std::thread other([&] {
       while (!stop.load(std::memory_order_relaxed)) pool.submit([] {}).get();
     });
-    auto trip = [&] { return pool.submit([] { return std::this_thread::get_id(); }).get(); };
-    while (!(trip() == me && core_testing::takes_back(c) && core_testing::timed_sleeper(c))) {
-    }
+    take_back_until_deferring(pool, /*both_parked=*/false);
     const std::uint64_t deferred = core_testing::deferred_wakes(c);
     std::latch done(1);
     pool.post([&] { done.count_down(); });

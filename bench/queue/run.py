@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
 import shutil
 import signal
@@ -124,14 +123,6 @@ def peer_versions(a):
         out.append("node " + subprocess.run([node, "--version"], capture_output=True,
                                             text=True).stdout.strip())
     return ", ".join(x for x in out if x)
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
 
 
 class Run:
@@ -263,7 +254,7 @@ def main():
         header = [
             f"# bench/queue/run.py, {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
             "# command: " + shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-            f"# CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start "
+            f"# CPU: {report.cpu_model()}, {os.cpu_count()} CPUs; load average at start "
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
             f"# redis-server {redis.version} on 127.0.0.1:{redis.port}, AOF on "
             f"{redis_server.filesystem_of(work)} (append+fsync there: p50 {fsync[0]:.2f} ms, "

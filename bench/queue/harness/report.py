@@ -1,7 +1,18 @@
 """The samples of a run and its tables: median and min-max over the repeats, and each peer's
 ratio to spool from the same run, oriented so that > 1 means spool is ahead."""
 
+import platform
 import statistics
+
+
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), named beside every table."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "?"
+
 
 # metric -> (label, higher is better)
 METRICS = {
