@@ -17,6 +17,11 @@
 --   :config              hash: paused, max (length), served:low, served:normal (aging)
 --   :ready               list: wake-up tokens, one per job made ready (at most NUDGES kept);
 --                        idle workers wait on it with BLPOP, so a ready job wakes one of them
+--   :idle                sorted set: idle workers (consumers) that asked to be given jobs, by
+--                        the number of jobs each may still be given (its free room)
+--   :idle_until          hash: consumer -> the time (ms) its place in :idle lapses
+--   :inbox:CONSUMER      list: "NUMBER ATTEMPT" of each job a submission started for that
+--                        idle consumer; the worker waits on it and :ready with one BLPOP
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
 -- for producer P, "K" .. id .. "\n" .. data with K = D done, X dead, C cancelled).
 --
@@ -260,9 +265,13 @@ end
 --   task payload key prio delay_ms attempts backoff_ms backoff_max_ms limit_ms ttl_s takeovers
 -- Returns per job {id, status, state, data}: status 'new', 'existing' (the job of that key:
 -- its state, and its result or error once final) or 'full' (refused: the queue is at its
--- maximum length; id '').
+-- maximum length; id ''). A new job is 'delayed', 'queued', or 'running' when it was started
+-- for an idle worker listed by its claim (assign).
 -- ---------------------------------------------------------------------------------------------
 local FIELDS = 11
+
+-- Defined below, with the claim's helpers.
+local assign
 
 local function submit(keys, args)
   local P, Q, reply = keys[1], args[1], args[2]
@@ -271,7 +280,12 @@ local function submit(keys, args)
     return bad('spool_submit needs QUEUE REPLY COUNT and 11 fields per job')
   end
   local now = now_ms()
-  local max = tonumber(redis.call('HGET', P .. ':config', 'max') or '0') or 0
+  local config = redis.call('HMGET', P .. ':config', 'max', 'paused')
+  local max = tonumber(config[1] or '0') or 0
+  -- A ready job may go straight to an idle worker (assign) only while no job waits in a
+  -- stream: it would otherwise overtake jobs submitted before it.
+  local direct = config[2] ~= '1' and
+      (tonumber(redis.call('HGET', P .. ':stats', 'queued') or '0') or 0) == 0
   local pending = nil
   -- The earliest due time, read when the first delayed job of the call needs it.
   local earliest, earliest_read = nil, false
@@ -332,7 +346,6 @@ local function submit(keys, args)
         else
           entry = redis.call('XADD', stream_of(P, prio), '*', 'job', n)
           stat(P, 'queued', 1)
-          ready = ready + 1
         end
         redis.call('HSET', jk, 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
           'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
@@ -342,7 +355,15 @@ local function submit(keys, args)
         if key ~= '' then
           redis.call('SET', P .. ':key:' .. key, n)
         end
-        if pending then
+        if state == 'queued' then
+          if direct and assign(P, Q, prio, entry, now) then
+            state = 'running'
+          else
+            direct = false
+            ready = ready + 1
+          end
+        end
+        if pending and state ~= 'running' then
           pending = pending + 1
         end
         out[#out + 1] = { Q .. '/' .. n, 'new', state, '' }
@@ -358,14 +379,19 @@ end
 
 -- ---------------------------------------------------------------------------------------------
 -- spool_claim: KEYS[1] P; ARGV Q, consumer, room, lease_ms, takeovers (1: look for expired
--- leases too), aging_ms. Starts up to `room` jobs for the consumer: each gets the next attempt
--- number and the consumer as its owner, in the same step that delivers it (so there is never a
--- delivered job that no attempt holds). Returns {jobs, next_due, paused, idle}: jobs as
--- {id, attempt, task, payload, key, limit_ms, entry, level, taken_over (1 if from an expired
--- lease)}; next_due = ms until the earliest delayed job (-1: none); idle = 1 when nothing more
--- can start now (fewer than `room` jobs were found and every stream was read to its end, or
--- the queue is paused): the wake-up tokens in :ready are then dropped, stale, and the caller
--- waits on :ready (BLPOP) for the next job made ready; idle = 0: the caller claims again.
+-- leases too), aging_ms, and optionally listed_ms. Starts up to `room` jobs for the consumer:
+-- each gets the next attempt number and the consumer as its owner, in the same step that
+-- delivers it (so there is never a delivered job that no attempt holds). The jobs still in the
+-- consumer's inbox (given to it while it was listed idle) come first, and the consumer is no
+-- longer listed. Returns {jobs, next_due, paused, idle, listed}: jobs as {id, attempt, task,
+-- payload, key, limit_ms, entry, level, taken_over (1 if from an expired lease)}; next_due =
+-- ms until the earliest delayed job (-1: none); idle = 1 when nothing more can start now
+-- (fewer than `room` jobs were found and every stream was read to its end, or the queue is
+-- paused): the wake-up tokens in :ready are then dropped, stale, and the caller waits on its
+-- inbox and :ready (BLPOP) for the next job; idle = 0: the caller claims again. listed: when
+-- idle and listed_ms > 0 (and the queue is not paused), the consumer is listed idle for
+-- listed_ms with the room it has left, and listed is that room: as many jobs as that may be
+-- started for it by submissions and put in its inbox (0: not listed).
 -- ---------------------------------------------------------------------------------------------
 
 -- XREADGROUP or XAUTOCLAIM on a stream, creating the stream and its group on first use.
@@ -430,17 +456,99 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
     entry, level, via_takeover and 1 or 0 }
 end
 
+-- The keys of a consumer's place among the idle workers and of its inbox.
+local function idle_keys(P, consumer)
+  return P .. ':idle', P .. ':idle_until', P .. ':inbox:' .. consumer
+end
+
+-- Takes the consumer off the idle workers and empties its inbox; returns the inbox's items.
+local function unlist_idle(P, consumer)
+  local idle, idle_until, inbox = idle_keys(P, consumer)
+  local items = redis.call('LRANGE', inbox, 0, -1)
+  redis.call('DEL', inbox)
+  redis.call('ZREM', idle, consumer)
+  redis.call('HDEL', idle_until, consumer)
+  return items
+end
+
+-- Starts the job of the entry just added to `level` for an idle worker, if one is listed,
+-- and puts it in that worker's inbox: the job's start then needs no claim of its own. The
+-- worker is the one with the most room left; one whose place lapsed (a worker that died, or
+-- stopped claiming) is dropped. Called only while no job waits in a stream, so the entries
+-- read before this one, if any, are leftovers that start() drops or buries. Returns true if
+-- the job was started.
+assign = function(P, Q, level, entry, now)
+  local idle, idle_until = P .. ':idle', P .. ':idle_until'
+  for _ = 1, 4 do
+    local top = redis.call('ZRANGE', idle, -1, -1, 'WITHSCORES')
+    if not top[1] then
+      return false
+    end
+    local consumer, slots = top[1], tonumber(top[2])
+    local until_ms = tonumber(redis.call('HGET', idle_until, consumer) or '0') or 0
+    if slots < 1 or until_ms <= now then
+      redis.call('ZREM', idle, consumer)
+      redis.call('HDEL', idle_until, consumer)
+    else
+      local s = stream_of(P, level)
+      local inbox = P .. ':inbox:' .. consumer
+      local started = false
+      for _ = 1, 1000 do
+        local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 1, 'STREAMS',
+          s, '>')
+        if type(r) == 'table' and r.err then
+          return false
+        end
+        local e = r and r[1][2][1]
+        if not e then
+          break
+        end
+        local job = start(P, Q, consumer, level, e[1], e[2] or {}, false, now)
+        if job then
+          redis.call('RPUSH', inbox, string.sub(job[1], #Q + 2) .. ' ' .. int(job[2]))
+          slots = slots - 1
+        end
+        if e[1] == entry then
+          started = job ~= nil
+          break
+        end
+      end
+      if slots < 1 then
+        redis.call('ZREM', idle, consumer)
+        redis.call('HDEL', idle_until, consumer)
+      else
+        redis.call('ZADD', idle, slots, consumer)
+      end
+      return started
+    end
+  end
+  return false
+end
+
 local function claim(keys, args)
   local P, Q, consumer = keys[1], args[1], args[2]
   local room = arg_int(args, 3, 0, MAX_BATCH)
   local lease = arg_int(args, 4, 1, 2 ^ 40)
   local takeovers = arg_int(args, 5, 0, 1)
   local aging = arg_int(args, 6, 0, 2 ^ 40)
+  local listed_ms = args[7] and arg_int(args, 7, 0, 2 ^ 40) or 0
   if not P or not Q or not consumer or consumer == '' or not room or not lease or not takeovers
-      or not aging then
-    return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS')
+      or not aging or not listed_ms or #args > 7 then
+    return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS [LISTED_MS]')
   end
   local now = now_ms()
+  -- Jobs given to this consumer while it was listed idle and not yet taken from its inbox
+  -- come first; one that no longer holds (cancelled, taken over) is left out.
+  local jobs = {}
+  for _, item in ipairs(unlist_idle(P, consumer)) do
+    local n, attempt = string.match(item, '^(%S+) (%d+)$')
+    local j = n and redis.call('HMGET', job_key(P, n), 'state', 'attempt', 'owner', 'task',
+      'payload', 'key', 'limit', 'entry', 'level')
+    if j and j[1] == 'running' and j[2] == attempt and j[3] == consumer then
+      jobs[#jobs + 1] = { Q .. '/' .. n, tonumber(attempt), j[4] or '', j[5] or '', j[6] or '',
+        tonumber(j[7]) or 0, j[8] or '', tonumber(j[9]) or 1, 0 }
+    end
+  end
   -- The delayed set's head says whether anything is due (and, unless promoted, next_due); the
   -- config hash, whether the queue is paused and when each lower level was served last.
   local head = redis.call('ZRANGE', P .. ':delayed', 0, 0, 'WITHSCORES')
@@ -450,7 +558,6 @@ local function claim(keys, args)
   end
   local config = redis.call('HMGET', P .. ':config', 'paused', 'served:low', 'served:normal')
   local paused = config[1] == '1'
-  local jobs = {}
   local drained = true
   local function take(level, entries, via_takeover)
     for _, e in ipairs(entries) do
@@ -564,13 +671,21 @@ local function claim(keys, args)
     next_due = math.max(0, tonumber(head[2]) - now)
   end
   local idle = 0
+  local listed = 0
   if (#jobs < room or paused) and drained then
     -- No entry is left unread (or none may start before a resume, which wakes): every token
     -- is stale. A job made ready from now on pushes its own.
     redis.call('DEL', P .. ':ready')
     idle = 1
+    -- Asked to be listed: submissions start jobs for this consumer directly, as many as the
+    -- room it has left, until listed_ms passes or its next claim.
+    if listed_ms > 0 and not paused then
+      listed = room - #jobs
+      redis.call('ZADD', P .. ':idle', listed, consumer)
+      redis.call('HSET', P .. ':idle_until', consumer, int(now + listed_ms))
+    end
   end
-  return { jobs, next_due, paused and 1 or 0, idle }
+  return { jobs, next_due, paused and 1 or 0, idle, listed }
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -706,6 +821,8 @@ local function reconcile(keys, args)
   for i = 4, #args do
     known[args[i]] = true
   end
+  -- The inbox's jobs are pending under the consumer and, unknown to it, handed back below.
+  unlist_idle(P, consumer)
   local released = 0
   local left = 0
   for level = 0, 2 do

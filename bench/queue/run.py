@@ -82,7 +82,7 @@ def options():
     p.add_argument("--keep-logs", action="store_true",
                    help="keep the drivers' output and redis.log (printed where)")
     a = p.parse_args()
-    unknown = set(a.systems) - {"spool", "celery", "rq", "bullmq"}
+    unknown = set(a.systems) - {"spool", "spool-claimed", "celery", "rq", "bullmq"}
     if unknown or set(a.scenarios) - set(SCENARIOS) or set(a.fsync) - {"always", "everysec", "no"}:
         p.error(f"unknown system, scenario or fsync: {a.systems} {a.scenarios} {a.fsync}")
     if min([a.repeats, a.jobs, a.bulk, a.rate_jobs, a.concurrency, *a.workers]) < 1 or a.rate <= 0:
@@ -93,12 +93,12 @@ def options():
 def selected_systems(a):
     spool = systems.spool(a.spool_worker or os.path.join(a.spool_bin, "worker"),
                           a.spool_producer or os.path.join(a.spool_bin, "producer"))
-    found = {s.name: s for s in [spool] + systems.peers(a.env_dir)}
+    found = {s.name: s for s in spool + systems.peers(a.env_dir)}
     return [found[n] for n in a.systems]
 
 
 def ensure_peers(a, chosen):
-    if a.no_setup or not any(s.missing for s in chosen if s.name != "spool"):
+    if a.no_setup or not any(s.missing for s in chosen if not s.name.startswith("spool")):
         return chosen
     print("setup: installing the peers (bench/queue/setup.sh)", file=sys.stderr, flush=True)
     subprocess.run([os.path.join(HERE, "setup.sh"), a.env_dir], check=True)

@@ -2,13 +2,14 @@
 """Where a single-submit job's time goes, on one redis-server.
 
     bench/queue/single_profile.py [--spool-bin DIR] [--fsync always|everysec] [--jobs N]
-                                  [--workers W]
+                                  [--workers W] [--claimed]
 
 Starts redis-server as run.py does (harness/redis_server.py: a free loopback port, its AOF in a
 directory under build/bench-queue) and prints:
   - the floor: spool's producer alone (no worker) submitting N jobs one at a time, three times
     (`producer --submit-only`): one thread's acknowledged submissions per second;
-  - the same N jobs end to end with W worker processes of 2 threads (`producer --mode single`);
+  - the same N jobs end to end with W worker processes of 2 threads (`producer --mode single`;
+    with --claimed the workers run with --no-direct, so every job is claimed);
   - per job of that run: redis-server's fsyncs (perf's syscall tracepoints, when perf is
     installed; "n/a" without it), its CPU (harness/proc_cpu.py), and each command's calls and
     time (INFO commandstats; FCALL's time includes the commands its functions run).
@@ -102,11 +103,13 @@ def main():
     ap.add_argument("--fsync", default="always", choices=("always", "everysec"))
     ap.add_argument("--jobs", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--claimed", action="store_true",
+                    help="every job claimed by its worker (the worker's --no-direct)")
     a = ap.parse_args()
     if a.jobs < 1 or a.workers < 1:
         ap.error("--jobs and --workers must be at least 1")
     spool = systems.spool(os.path.join(a.spool_bin, "worker"),
-                          os.path.join(a.spool_bin, "producer"))
+                          os.path.join(a.spool_bin, "producer"))[1 if a.claimed else 0]
     if spool.missing:
         sys.exit(f"single_profile: {spool.missing}")
 
@@ -120,7 +123,8 @@ def main():
         with open("/proc/loadavg") as f:
             load = " ".join(f.read().split()[:3])
         print(f"# {report.cpu_model()}, {os.cpu_count()} CPUs; load {load}; appendfsync "
-              f"{a.fsync}; {a.jobs} jobs; {a.workers} worker(s) x 2 threads")
+              f"{a.fsync}; {a.jobs} jobs; {a.workers} worker(s) x 2 threads"
+              f"{', every job claimed' if a.claimed else ''}")
         print("# floor: the producer alone, one submission at a time")
         for i in range(3):
             argv = spool.producer(redis.url, f"floor{i}", a.jobs, mode="single") + ["--submit-only"]

@@ -42,7 +42,7 @@ constexpr const char* usage_text =
     "  cancel JOB | requeue JOB | delete JOB\n"
     "  pause QUEUE | resume QUEUE | limit QUEUE N   (N = maximum length, 0 = none)\n"
     "  worker --queue Q [--threads N] [--prefetch N] [--lease D] [--check-interval D]\n"
-    "         [--drain-timeout D] [--name NAME] [--record-file F]\n"
+    "         [--drain-timeout D] [--name NAME] [--record-file F] [--no-direct]\n"
     "         [--metrics-port P [--metrics-bind ADDR]]\n"
     "         runs the built-in tasks echo, sleep, fail, sha256, record; SIGTERM drains\n";
 
@@ -195,7 +195,7 @@ int worker(const global_options& g, std::vector<std::string> words) {
       std::move(words),
       {"--queue", "--threads", "--prefetch", "--lease", "--check-interval", "--drain-timeout",
        "--name", "--record-file", "--metrics-port", "--metrics-bind"},
-      {});
+      {"--no-direct"});
   expect_positional(a, 0, 0, "worker");
   q::worker_options o;
   const auto queue = a.value("--queue");
@@ -213,6 +213,7 @@ int worker(const global_options& g, std::vector<std::string> words) {
   }
   if (auto v = a.value("--drain-timeout")) o.drain_timeout = parse_duration("--drain-timeout", *v);
   if (auto v = a.value("--name")) o.name = *v;
+  o.direct = !a.flag("--no-direct");
 
   // SIGTERM and SIGINT go to a thread of their own (blocked everywhere else, before any thread
   // starts), which asks the worker to stop.

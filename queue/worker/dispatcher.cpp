@@ -37,9 +37,9 @@ void dispatcher::run() {
 dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   command c = fcall("spool_claim", core_.options.queue);
   c.add(core_.name).add(room).add(core_.lease_text).add(takeovers ? "1" : "0");
-  c.add(core_.aging_text);
+  c.add(core_.aging_text).add(core_.listed_text);
   const reply_handle r = link_.call(c, effect::writes);
-  const redisReply& a = array_of(*r, 4, "spool_claim");
+  const redisReply& a = array_of(*r, 5, "spool_claim");
   claim_answer out;
   const redisReply& jobs = array_of(*a.element[0], 0, "spool_claim");
   for (std::size_t i = 0; i < jobs.elements; ++i) {
@@ -62,7 +62,67 @@ dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   out.next_due_ms = integer_of(*a.element[1], "spool_claim");
   out.paused = integer_of(*a.element[2], "spool_claim") == 1;
   out.idle = integer_of(*a.element[3], "spool_claim") == 1;
+  out.listed = static_cast<unsigned>(integer_of(*a.element[4], "spool_claim"));
   return out;
+}
+
+std::vector<std::shared_ptr<held_job>> dispatcher::take_given(const std::string& first,
+                                                              std::size_t& taken) {
+  // Items are "NUMBER ATTEMPT", pushed by spool_submit (functions.lua, assign). The first
+  // one's job is read together with the rest of the inbox (a bulk submission may have given
+  // several), then the others' jobs in one more round trip.
+  const std::string prefix = "spool:{" + core_.options.queue + "}:";
+  const auto read = [&](const std::string& item) {
+    command c{"HMGET", prefix + "job:" + item.substr(0, item.find(' '))};
+    for (const char* field :
+         {"state", "attempt", "owner", "task", "payload", "key", "limit", "entry", "level"}) {
+      c.add(field);
+    }
+    return c;
+  };
+  std::vector<std::string> items{first};
+  std::vector<command> batch{
+      read(first), command{"LPOP", prefix + "inbox:" + core_.name, std::to_string(max_taken)}};
+  std::vector<reply_handle> replies = link_.round_trip(batch, effect::writes);
+  const reply_handle rest = std::move(replies[1]);
+  replies.pop_back();
+  check_not_error(*rest, "LPOP");
+  if (rest->type == REDIS_REPLY_ARRAY && rest->elements > 0) {
+    batch.clear();
+    for (std::size_t i = 0; i < rest->elements; ++i) {
+      items.push_back(text_of(*rest->element[i], "LPOP"));
+      batch.push_back(read(items.back()));
+    }
+    for (reply_handle& r : link_.round_trip(batch, effect::reads)) replies.push_back(std::move(r));
+  }
+
+  taken = items.size();
+  std::vector<std::shared_ptr<held_job>> jobs;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string& item = items[i];
+    const std::size_t space = item.find(' ');
+    const redisReply& f = array_of(*replies[i], 9, "HMGET");
+    // Started for this worker, but it may have been cancelled or taken over since (or the
+    // item was not written by spool_submit): a job that no longer holds this attempt for this
+    // worker is not run, and its entry is no longer pending here either.
+    if (space == std::string::npos || text_of(*f.element[0], "HMGET") != "running" ||
+        text_of(*f.element[1], "HMGET") != item.substr(space + 1) ||
+        text_of(*f.element[2], "HMGET") != core_.name) {
+      continue;
+    }
+    auto job = std::make_shared<held_job>();
+    job->number = item.substr(0, space);
+    job->id = core_.options.queue + "/" + job->number;
+    job->attempt = std::stoull(item.substr(space + 1));
+    job->task = text_of(*f.element[3], "HMGET");
+    job->payload = text_of(*f.element[4], "HMGET");
+    job->key = text_of(*f.element[5], "HMGET");
+    job->limit = std::chrono::milliseconds(std::stoll("0" + text_of(*f.element[6], "HMGET")));
+    job->entry = text_of(*f.element[7], "HMGET");
+    job->level = std::stoi("0" + text_of(*f.element[8], "HMGET"));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
 }
 
 namespace {
@@ -154,13 +214,31 @@ void dispatcher::dispatch(std::vector<std::shared_ptr<held_job>>& jobs) {
   if (!refused.empty()) hand_back(refused, steady::now() + core_.options.lease);
 }
 
-bool dispatcher::wait_for_ready(std::chrono::milliseconds wait) {
-  // BLPOP takes its timeout in seconds; a token popped or not, the caller claims next.
+dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, std::string& item) {
+  // BLPOP takes its timeout in seconds. The inbox comes first: its job is started already.
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%lld.%03lld", static_cast<long long>(wait.count() / 1000),
                 static_cast<long long>(wait.count() % 1000));
-  const command pop{"BLPOP", "spool:{" + core_.options.queue + "}:ready", seconds};
-  return link_.call_blocking(pop, wait, core_.stop_requested.fd()) != nullptr;
+  const std::string prefix = "spool:{" + core_.options.queue + "}:";
+  const std::string inbox = prefix + "inbox:" + core_.name;
+  const command pop{"BLPOP", inbox, prefix + "ready", seconds};
+  reply_handle r;
+  try {
+    r = link_.call_blocking(pop, wait, core_.stop_requested.fd());
+  } catch (const error&) {
+    // The pop may have taken an inbox item whose reply was lost: reconcile before claiming.
+    reconcile_needed_ = true;
+    throw;
+  }
+  if (r == nullptr) {
+    reconcile_needed_ = true;  // the same, for a wait cut short by a stop
+    return woken::stop;
+  }
+  if (r->type == REDIS_REPLY_NIL) return woken::timeout;
+  const redisReply& a = array_of(*r, 2, "BLPOP");
+  if (text_of(*a.element[0], "BLPOP") != inbox) return woken::token;
+  item = text_of(*a.element[1], "BLPOP");
+  return woken::given;
 }
 
 void dispatcher::reconcile(bool leaving) {
@@ -179,33 +257,70 @@ void dispatcher::reconcile(bool leaving) {
 void dispatcher::claim_loop() {
   const auto check_every = core_.options.check_interval;
   auto next_check = steady::now();
+  auto next_due = steady::time_point::max();
+  // Jobs that submissions may still start for this worker (its listing's room): while there
+  // are some, a job taken from the inbox needs no claim after it; at 0 the worker claims, which
+  // lists it again with the room it has then.
+  unsigned listed = 0;
   auto pause = 50ms;
   while (!core_.stopping()) {
     try {
       if (reconcile_needed_) {
+        listed = 0;
         reconcile(false);
         reconcile_needed_ = false;
       }
       const unsigned room = core_.room();
       if (room == 0) {
+        // Whatever the inbox holds waits for the next claim, which takes it first.
+        listed = 0;
         wait_either(core_.stop_requested, core_.room_freed, check_every);
         continue;
       }
-      const bool check = steady::now() >= next_check;
-      claim_answer answer = claim(room, check);
-      if (check) next_check = steady::now() + check_every;
-      const bool filled = answer.jobs.size() >= room && !answer.paused;
-      dispatch(answer.jobs);
-      pause = 50ms;
-      if (filled) continue;
-      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_check - steady::now());
-      if (answer.next_due_ms >= 0) {
-        wait = std::min(wait, std::chrono::milliseconds(answer.next_due_ms));
+      if (listed == 0 || steady::now() >= next_check) {
+        const bool check = steady::now() >= next_check;
+        claim_answer answer = claim(room, check);
+        if (check) next_check = steady::now() + check_every;
+        next_due = answer.next_due_ms >= 0
+                       ? steady::now() + std::chrono::milliseconds(answer.next_due_ms)
+                       : steady::time_point::max();
+        listed = answer.listed;
+        const bool filled = answer.jobs.size() >= room && !answer.paused;
+        dispatch(answer.jobs);
+        pause = 50ms;
+        // Not idle: the claim stopped before the streams' ends (functions.lua, spool_claim).
+        if (filled || !answer.idle) continue;
       }
-      // Not idle: the claim stopped before the streams' ends (functions.lua, spool_claim).
-      if (!answer.idle || wait.count() <= 0) continue;
-      if (!wait_for_ready(wait)) return;
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+          std::min(next_check, next_due) - steady::now());
+      if (wait.count() <= 0) {
+        listed = 0;
+        continue;
+      }
+      std::string item;
+      switch (wait_for_work(wait, item)) {
+        case woken::stop:
+          return;
+        case woken::given: {
+          std::vector<std::shared_ptr<held_job>> given;
+          std::size_t taken = 0;
+          try {
+            given = take_given(item, taken);
+          } catch (const error&) {
+            reconcile_needed_ = true;  // the jobs are pending here, and not known
+            throw;
+          }
+          dispatch(given);
+          listed -= static_cast<unsigned>(std::min<std::size_t>(taken, listed));
+          break;
+        }
+        case woken::token:
+        case woken::timeout:
+          listed = 0;
+          break;
+      }
     } catch (const error& e) {
+      listed = 0;
       if (e.value() == errc::outcome_unknown) reconcile_needed_ = true;
       worker_metrics::add(core_.metrics.redis_errors);
       core_.log(std::string("claiming: ") + e.what());
@@ -254,6 +369,14 @@ void dispatcher::drain() {
   const auto settle = std::max<std::chrono::milliseconds>(
       core_.options.connection.connect_timeout + core_.options.connection.command_timeout * 2,
       1000ms);
+
+  // 0. No more jobs given to this worker: it leaves the idle list, and what its inbox holds
+  // goes back (reconcile hands back every job Redis says it holds and it does not know of).
+  try {
+    reconcile(false);
+  } catch (const error& e) {
+    core_.log(std::string("leaving the idle list: ") + e.what());
+  }
 
   // 1. Jobs claimed but not started: back at once.
   std::vector<std::shared_ptr<held_job>> waiting;

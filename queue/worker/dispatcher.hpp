@@ -2,17 +2,25 @@
 // once asked to stop, drains the worker.
 //
 // Claiming (spool_claim) starts at most `room` jobs (free threads + prefetch), so the worker
-// never holds jobs it cannot run soon. When the streams had fewer, it waits (BLPOP) for a
-// wake-up token in :ready, which every job made ready pushes one of (so one job wakes one idle
-// worker, not all), for the next due delayed job, or for the next check; every check_interval
-// a claim also takes over jobs whose lease expired. With no room it waits for a handler to
-// return.
+// never holds jobs it cannot run soon. When the streams had fewer, the claim lists the worker
+// idle with the room it has left (unless options.direct is false), and it waits (BLPOP) on its
+// inbox, where a submission puts a job it started for the worker, and on :ready, which every
+// job made ready pushes a wake-up token to (so one job wakes one idle worker, not all), until
+// the next due delayed job or the next check; every check_interval a claim also takes over
+// jobs whose lease expired. A job from the inbox is read (HMGET) and run with no claim; the
+// worker claims again after a token, a timeout, or the last job its listing allowed. With no
+// room it waits for a handler to return.
+//
+// An inbox item popped on a connection that then failed (or a wait cut short by a stop) may be
+// lost with its reply: the job is pending under this worker, which does not know it, so the
+// worker reconciles, as after a lost claim.
 //
 // A claim whose reply was lost may have started jobs for this worker that it does not know of:
 // after the next successful round trip it reconciles (spool_reconcile), handing back what
 // Redis says it holds and it does not.
 //
-// Draining (stop): stop claiming; hand back at once the jobs not yet started; wait up to
+// Draining (stop): stop claiming; leave the idle list, handing back what the inbox holds; hand
+// back at once the jobs not yet started; wait up to
 // drain_timeout for the running handlers; hand back the jobs still running (tokens fire); wait
 // for the reporter to record what was finished; reconcile and leave the consumer group.
 #pragma once
@@ -45,16 +53,25 @@ class dispatcher {
     std::vector<std::shared_ptr<held_job>> jobs;
     std::int64_t next_due_ms = -1;  // -1: no delayed job
     bool paused = false;
-    bool idle = false;  // nothing more can start now: wait for a token (functions.lua)
+    bool idle = false;    // nothing more can start now: wait for a token (functions.lua)
+    unsigned listed = 0;  // jobs submissions may start for this worker (its inbox)
   };
+  enum class woken { stop, timeout, token, given };
 
   void run();
   void claim_loop();
   claim_answer claim(unsigned room, bool takeovers);
   void dispatch(std::vector<std::shared_ptr<held_job>>& jobs);
   void run_handler(const std::shared_ptr<held_job>& job);
-  // Sleeps until a wake-up token comes (and takes it), or `wait` passes; false if asked to stop.
-  bool wait_for_ready(std::chrono::milliseconds wait);
+  // Sleeps until a job is given to this worker (its inbox item goes to `item`) or a wake-up
+  // token comes (either is taken), or `wait` passes, or a stop is asked for.
+  woken wait_for_work(std::chrono::milliseconds wait, std::string& item);
+  // The jobs of the inbox: the item `first` (popped already) and the rest of the inbox, each
+  // read from its hash; `taken` says how many items were taken. A job that no longer holds the
+  // item's attempt for this worker (cancelled or taken over since) is left out.
+  std::vector<std::shared_ptr<held_job>> take_given(const std::string& first, std::size_t& taken);
+  // The most inbox items taken at once (a worker is never given more than its room).
+  static constexpr unsigned max_taken = 10000;
   void reconcile(bool leaving);
   // Hands back the jobs (spool_release), retrying until `deadline`.
   void hand_back(const std::vector<std::shared_ptr<held_job>>& jobs,

@@ -72,7 +72,8 @@ worker_core::worker_core(std::string_view url, worker_options o)
       target(std::make_shared<redis_target>(url, options.connection.connect_timeout)),
       name(options.name.empty() ? default_name() : options.name),
       lease_text(std::to_string(options.lease.count())),
-      aging_text(std::to_string(options.aging.count())) {
+      aging_text(std::to_string(options.aging.count())),
+      listed_text(options.direct ? std::to_string(2 * options.check_interval.count()) : "0") {
   // A renewal (and each of the lease keeper's retries) must come well within the lease.
   options.connection.command_timeout =
       std::min(options.connection.command_timeout, options.lease / 3);

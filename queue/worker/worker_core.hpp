@@ -31,6 +31,7 @@ struct worker_core {
   std::string name;        // the consumer name
   std::string lease_text;  // lease in ms, for spool_claim
   std::string aging_text;
+  std::string listed_text;  // how long a claim lists the worker idle (ms; "0": never)
   std::unordered_map<std::string, handler> handlers;  // fixed once started
 
   held_jobs held;

@@ -36,9 +36,12 @@ def _executable(path):
 
 
 def spool(worker, producer):
+    """spool, and "spool-claimed": the same drivers with every job claimed by its worker
+    (--no-direct), for the path that direct starts bypass, measured in the same run."""
     missing = [p for p in (worker, producer) if not _executable(p)]
     why = f"driver not built ({', '.join(missing)} missing)" if missing else None
-    return System("spool", [worker], [producer], missing=why)
+    return [System("spool", [worker], [producer], missing=why),
+            System("spool-claimed", [worker, "--no-direct"], [producer], missing=why)]
 
 
 def peers(env_dir):

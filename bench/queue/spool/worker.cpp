@@ -1,6 +1,7 @@
 // spool's worker for the queue benchmark (bench/queue/README.md, the contract):
 //
 //   worker --redis redis://127.0.0.1:PORT/0 --queue Q --concurrency C [--prefetch P]
+//          [--no-direct]
 //
 // One process: a spool::queue::worker whose pool has C threads (threads, spool's way: one
 // process per machine, a thread per concurrent handler), and P jobs of prefetch (default 16
@@ -20,13 +21,14 @@
 namespace {
 
 constexpr const char* usage =
-    "usage: worker --redis redis://HOST:PORT[/0] --queue Q --concurrency C [--prefetch P]";
+    "usage: worker --redis redis://HOST:PORT[/0] --queue Q --concurrency C [--prefetch P]\n"
+    "              [--no-direct]   (every job claimed: worker_options::direct = false)";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace spool_queue_bench;
-  const auto a = parse_args(argc, argv, usage, {});
+  const auto a = parse_args(argc, argv, usage, {"--no-direct"});
   const unsigned concurrency =
       static_cast<unsigned>(std::atoi(required(a, "--concurrency", usage).c_str()));
   if (concurrency < 1) fail("--concurrency must be at least 1");
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     o.prefetch = a.count("--prefetch")
                      ? static_cast<unsigned>(std::atoi(a.at("--prefetch").c_str()))
                      : 16 * concurrency;
+    o.direct = a.count("--no-direct") == 0;
     spool::queue::worker w(store_url(required(a, "--redis", usage)), o);
     w.handle("noop", [](const spool::queue::job_context&, std::string_view) {
       return std::to_string(now_ns());

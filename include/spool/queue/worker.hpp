@@ -50,6 +50,11 @@ struct worker_options {
   // How often an idle worker looks for expired leases and due jobs it was not told of
   // (at most lease / 2). 10 ms .. 1 hour.
   std::chrono::milliseconds check_interval{1000};
+  // Whether an idle worker lists itself (for 2 check intervals at a time) so that a
+  // submission starts a job for it at once and puts it in the worker's inbox: the job then
+  // starts without a claim of its own, one write to Redis (and, under appendfsync always, one
+  // fsync) fewer. false: every job waits in its stream until a worker claims it.
+  bool direct = true;
   // On stop(): how long running handlers may take to finish before their jobs are handed
   // back (their tokens fire). 0 = hand back at once.
   std::chrono::milliseconds drain_timeout{30000};

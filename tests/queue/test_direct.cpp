@@ -1,0 +1,289 @@
+// Jobs that a submission starts for an idle worker and puts in its inbox (functions.lua:
+// assign, and the listing in spool_claim; the dispatcher's inbox): who is listed and for how
+// many jobs (one, or several of a bulk submission), the order of jobs kept, a paused queue, a
+// listing that lapsed, an inbox item that no longer holds, and the inbox given back by
+// reconcile and by a stop.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "queue/queue_fixture.hpp"
+#include "spool/queue/admin.hpp"
+#include "spool/queue/producer.hpp"
+#include "spool/queue/worker.hpp"
+
+namespace {
+
+using namespace queue_test;
+using spool::queue::job_context;
+using spool::queue::job_state;
+using spool::queue::producer;
+using spool::queue::worker;
+
+class Direct : public queue_test_base {
+ protected:
+  // spool_claim by hand for `consumer`, listed for `listed_ms`; returns the reply.
+  auto claim(redis_client& r, const std::string& consumer, const std::string& room,
+             const std::string& listed_ms = "60000") {
+    return r.command({"FCALL", "spool_claim", "1", "spool:{q}", "q", consumer, room, "60000", "0",
+                      "0", listed_ms});
+  }
+  static std::string number_of(const std::string& id) { return id.substr(id.find('/') + 1); }
+  static long long tokens(redis_client& r) {
+    return r.command({"LLEN", "spool:{q}:ready"})->integer;
+  }
+  static std::vector<std::string> inbox(redis_client& r, const std::string& consumer) {
+    const auto reply = r.command({"LRANGE", "spool:{q}:inbox:" + consumer, "0", "-1"});
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < reply->elements; ++i) out.push_back(text(*reply->element[i]));
+    return out;
+  }
+  static std::string listed(redis_client& r, const std::string& consumer) {
+    return text(*r.command({"ZSCORE", "spool:{q}:idle", consumer}));
+  }
+  // Lists "ghost" idle with `room`, after a first job (which loads the functions) that it
+  // claims and keeps.
+  void list_ghost(producer& p, redis_client& r, const std::string& room) {
+    p.submit("q", "t", "load");
+    claim(r, "ghost", "1");
+    claim(r, "ghost", room);
+    EXPECT_EQ(listed(r, "ghost"), room);
+  }
+};
+
+TEST_F(Direct, IdleConsumerIsGivenAsManyJobsAsItsRoom) {
+  producer p(url());
+  p.submit("q", "t", "first");  // loads the functions; taken by the claim below
+  redis_client r = raw();
+  auto reply = claim(r, "ghost", "3");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  ASSERT_EQ(reply->elements, 5u);
+  EXPECT_EQ(reply->element[0]->elements, 1u);
+  EXPECT_EQ(reply->element[3]->integer, 1);  // idle
+  EXPECT_EQ(reply->element[4]->integer, 2);  // listed with the room it has left
+  EXPECT_EQ(listed(r, "ghost"), "2");
+
+  // The next two submissions start for it, with no wake-up token; the third waits in its
+  // stream, since the listing is used up.
+  auto a = p.submit("q", "t", "a");
+  auto b = p.submit("q", "t", "b");
+  EXPECT_EQ(listed(r, "ghost"), "");
+  auto c = p.submit("q", "t", "c");
+  EXPECT_EQ(inbox(r, "ghost"),
+            (std::vector<std::string>{number_of(a.id) + " 1", number_of(b.id) + " 1"}));
+  EXPECT_EQ(tokens(r), 1);
+  for (const auto* s : {&a, &b}) {
+    const auto st = status(s->id);
+    EXPECT_EQ(st.state, job_state::running);
+    EXPECT_EQ(st.owner, "ghost");
+    EXPECT_EQ(st.attempt, 1u);
+  }
+  EXPECT_EQ(status(c.id).state, job_state::queued);
+  auto s = stats("q");
+  EXPECT_EQ(s.running, 3u);
+  EXPECT_EQ(s.queued, 1u);
+
+  // The next claim takes the inbox's jobs first, then the stream's; unlisted, inbox emptied.
+  reply = claim(r, "ghost", "10", "0");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  const redisReply& jobs = *reply->element[0];
+  ASSERT_EQ(jobs.elements, 3u);
+  EXPECT_EQ(text(*jobs.element[0]->element[0]), a.id);
+  EXPECT_EQ(text(*jobs.element[0]->element[1]), "1");
+  EXPECT_EQ(text(*jobs.element[0]->element[3]), "a");
+  EXPECT_EQ(text(*jobs.element[1]->element[0]), b.id);
+  EXPECT_EQ(text(*jobs.element[2]->element[0]), c.id);
+  EXPECT_EQ(reply->element[4]->integer, 0);  // not asked to be listed
+  EXPECT_TRUE(inbox(r, "ghost").empty());
+  EXPECT_EQ(listed(r, "ghost"), "");
+  EXPECT_EQ(status(c.id).attempt, 1u);
+}
+
+TEST_F(Direct, TheConsumerWithTheMostRoomIsGivenTheJob) {
+  producer p(url());
+  p.submit("q", "t", "load");
+  redis_client r = raw();
+  claim(r, "small", "1");  // takes "load": nothing left, not listed
+  EXPECT_EQ(listed(r, "small"), "");
+  claim(r, "small", "1");
+  claim(r, "large", "4");
+  EXPECT_EQ(listed(r, "small"), "1");
+  EXPECT_EQ(listed(r, "large"), "4");
+  auto s = p.submit("q", "t", "x");
+  EXPECT_EQ(status(s.id).owner, "large");
+  EXPECT_EQ(listed(r, "large"), "3");
+  EXPECT_EQ(listed(r, "small"), "1");
+}
+
+TEST_F(Direct, NoJobOvertakesOneThatWaitsInAStream) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "5");
+  a.pause("q");
+  auto waiting = p.submit("q", "t", "waiting");  // paused: waits in its stream
+  a.resume("q");
+  auto later = p.submit("q", "t", "later");
+  EXPECT_EQ(status(waiting.id).state, job_state::queued);
+  EXPECT_EQ(status(later.id).state, job_state::queued);
+  EXPECT_TRUE(inbox(r, "ghost").empty());
+  EXPECT_EQ(listed(r, "ghost"), "5");
+  // A claim takes them in their order; the next submission is given directly again.
+  const auto reply = claim(r, "ghost", "5");
+  ASSERT_EQ(reply->element[0]->elements, 2u);
+  EXPECT_EQ(text(*reply->element[0]->element[0]->element[0]), waiting.id);
+  EXPECT_EQ(text(*reply->element[0]->element[1]->element[0]), later.id);
+  auto next = p.submit("q", "t", "next");
+  EXPECT_EQ(status(next.id).owner, "ghost");
+  EXPECT_EQ(inbox(r, "ghost").size(), 1u);
+}
+
+TEST_F(Direct, PausedQueueGivesNothingAndListsNobody) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  a.pause("q");
+  auto s = p.submit("q", "t", "x");
+  EXPECT_EQ(status(s.id).state, job_state::queued);
+  const auto reply = claim(r, "other", "2");
+  EXPECT_EQ(reply->element[2]->integer, 1);  // paused
+  EXPECT_EQ(reply->element[4]->integer, 0);  // and so not listed
+  EXPECT_EQ(listed(r, "other"), "");
+}
+
+TEST_F(Direct, LapsedListingIsDroppedAndTheJobWaitsForAClaim) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  // The listing's time is Redis's: set it in the past rather than wait for it.
+  r.command({"HSET", "spool:{q}:idle_until", "ghost", "1"});
+  auto s = p.submit("q", "t", "x");
+  EXPECT_EQ(status(s.id).state, job_state::queued);
+  EXPECT_EQ(listed(r, "ghost"), "");
+  EXPECT_EQ(tokens(r), 1);
+}
+
+TEST_F(Direct, CancelledJobInTheInboxIsNotHandedOut) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  auto s = p.submit("q", "t", "x");
+  EXPECT_EQ(inbox(r, "ghost").size(), 1u);
+  a.cancel(s.id);
+  const auto reply = claim(r, "ghost", "2");
+  EXPECT_EQ(reply->element[0]->elements, 0u);
+  EXPECT_EQ(status(s.id).state, job_state::cancelled);
+  EXPECT_EQ(status(s.id).outcomes, 1u);
+}
+
+TEST_F(Direct, ReconcileHandsBackTheInboxAndUnlists) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  auto s = p.submit("q", "t", "x");
+  ASSERT_EQ(status(s.id).state, job_state::running);
+  const auto reply = r.command({"FCALL", "spool_reconcile", "1", "spool:{q}", "q", "ghost", "0"});
+  EXPECT_EQ(reply->integer, 2) << text(*reply);  // "load", claimed, and "x", given
+  EXPECT_TRUE(inbox(r, "ghost").empty());
+  EXPECT_EQ(listed(r, "ghost"), "");
+  const auto st = status(s.id);
+  EXPECT_EQ(st.state, job_state::queued);
+  EXPECT_EQ(st.failures, 0u);
+  EXPECT_EQ(tokens(r), 2);
+}
+
+TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
+  producer p(url());
+  std::atomic<int> ran{0};
+  auto options = fast_worker("q", 2);
+  options.name = "w";
+  options.check_interval = std::chrono::minutes(10);  // its first claim is its last
+  options.lease = std::chrono::minutes(20);
+  worker w(url(), options);
+  w.handle("t", [&](const job_context& job, std::string_view payload) {
+    ++ran;
+    return std::string(payload) + "@" + std::to_string(job.attempt);
+  });
+  w.start();
+  redis_client r = raw();
+  ASSERT_TRUE(eventually([&] { return listed(r, "w") == "2"; }));
+  const auto claims = [&] {
+    const auto info = r.command({"INFO", "commandstats"});
+    const std::string s = text(*info);
+    const auto at = s.find("cmdstat_fcall:calls=");
+    return at == std::string::npos ? -1 : std::stoll(s.substr(at + 20));
+  };
+  // Every FCALL since is a submission: the worker claims only when its listing is used up.
+  const long long before = claims();
+  auto s1 = p.submit("q", "t", "a");
+  EXPECT_EQ(s1.result.get(), "a@1");
+  EXPECT_EQ(claims(), before + 1 + 1);  // the submission, and the outcome recorded
+  EXPECT_EQ(listed(r, "w"), "1");
+  // An inbox item that no longer holds (here: a job that is done) is skipped, not run.
+  r.command({"RPUSH", "spool:{q}:inbox:w", number_of(s1.id) + " 1"});
+  r.command({"RPUSH", "spool:{q}:inbox:w", "garbage"});
+  auto s2 = p.submit("q", "t", "b");
+  EXPECT_EQ(s2.result.get(), "b@1");
+  EXPECT_EQ(ran, 2);
+  w.stop();
+}
+
+TEST_F(Direct, BulkSubmissionGivesAWorkerSeveralJobs) {
+  producer p(url());
+  std::atomic<int> ran{0};
+  auto options = fast_worker("q", 1);
+  options.prefetch = 3;
+  options.name = "w";
+  options.check_interval = std::chrono::minutes(10);
+  options.lease = std::chrono::minutes(20);
+  worker w(url(), options);
+  w.handle("t", [&](const job_context&, std::string_view payload) {
+    ++ran;
+    return std::string(payload);
+  });
+  w.start();
+  redis_client r = raw();
+  ASSERT_TRUE(eventually([&] { return listed(r, "w") == "4"; }));
+  std::vector<spool::queue::job_spec> specs{{"t", "a", {}}, {"t", "b", {}}, {"t", "c", {}}};
+  auto jobs = p.submit_bulk("q", specs);
+  EXPECT_EQ(listed(r, "w"), "1");
+  EXPECT_EQ(jobs[0].result.get(), "a");
+  EXPECT_EQ(jobs[1].result.get(), "b");
+  EXPECT_EQ(jobs[2].result.get(), "c");
+  EXPECT_EQ(ran, 3);
+  for (const auto& j : jobs) EXPECT_EQ(status(j.id).attempt, 1u);
+  w.stop();
+}
+
+TEST_F(Direct, StopHandsBackWhatTheInboxHolds) {
+  producer p(url());
+  auto options = fast_worker("q", 1);
+  options.name = "w";
+  options.check_interval = std::chrono::minutes(10);
+  options.lease = std::chrono::minutes(20);
+  worker w(url(), options);
+  w.handle("t", [](const job_context&, std::string_view payload) { return std::string(payload); });
+  w.start();
+  redis_client r = raw();
+  ASSERT_TRUE(eventually([&] { return listed(r, "w") == "1"; }));
+  w.stop();
+  EXPECT_EQ(listed(r, "w"), "");
+  // Listed by hand as if it were still idle: its inbox is handed back when a worker of that
+  // name starts (a restart reconciles first).
+  claim(r, "w", "1");
+  auto s = p.submit("q", "t", "x");
+  ASSERT_EQ(status(s.id).owner, "w");
+  worker again(url(), options);
+  again.handle(
+      "t", [](const job_context&, std::string_view payload) { return std::string(payload) + "!"; });
+  again.start();
+  EXPECT_EQ(s.result.get(), "x!");
+  EXPECT_EQ(status(s.id).attempt, 2u);
+  again.stop();
+}
+
+}  // namespace
