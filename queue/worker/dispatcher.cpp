@@ -310,6 +310,7 @@ void dispatcher::claim_loop() {
             reconcile_needed_ = true;  // the jobs are pending here, and not known
             throw;
           }
+          worker_metrics::add(core_.metrics.given, given.size());
           dispatch(given);
           listed -= static_cast<unsigned>(std::min<std::size_t>(taken, listed));
           break;

@@ -25,6 +25,7 @@ worker_counters worker_metrics::snapshot(std::uint64_t in_flight) const {
   };
   worker_counters c;
   c.started = get(started);
+  c.given = get(given);
   c.done = get(done);
   c.failed = get(failed);
   c.retried = get(retried);
@@ -58,6 +59,7 @@ std::string worker_metrics::prometheus(const std::string& queue, const std::stri
            "\n";
   };
   counter("started_total", "Attempts started (handler called).", c.started);
+  counter("given_total", "Jobs a submission started for this worker while it was idle.", c.given);
   counter("done_total", "Results recorded.", c.done);
   counter("failed_total", "Attempts that failed (an exception or the time limit).", c.failed);
   counter("retried_total", "Failed attempts whose job will run again.", c.retried);

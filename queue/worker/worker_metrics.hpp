@@ -20,6 +20,7 @@ class worker_metrics {
   static const std::array<double, bucket_count>& bounds();
 
   std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> given{0};
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> failed{0};
   std::atomic<std::uint64_t> retried{0};

@@ -229,6 +229,9 @@ TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
   auto s2 = p.submit("q", "t", "b");
   EXPECT_EQ(s2.result.get(), "b@1");
   EXPECT_EQ(ran, 2);
+  // "a" came from the inbox; "b" from the inbox or, had the stale items used up the
+  // listing, from a claim.
+  EXPECT_GE(w.counters().given, 1u);
   w.stop();
 }
 
@@ -255,6 +258,7 @@ TEST_F(Direct, BulkSubmissionGivesAWorkerSeveralJobs) {
   EXPECT_EQ(jobs[1].result.get(), "b");
   EXPECT_EQ(jobs[2].result.get(), "c");
   EXPECT_EQ(ran, 3);
+  EXPECT_EQ(w.counters().given, 3u);
   for (const auto& j : jobs) EXPECT_EQ(status(j.id).attempt, 1u);
   w.stop();
 }

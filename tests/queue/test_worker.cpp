@@ -736,9 +736,9 @@ TEST_F(Worker, PrometheusTextHasTheCounters) {
   const std::string text = w.prometheus();
   for (const char* line :
        {"spool_queue_worker_started_total{queue=\"q\"", "spool_queue_worker_done_total{queue=\"q\"",
-        "spool_queue_worker_lease_takeovers_total", "spool_queue_worker_in_flight",
-        "spool_queue_worker_handler_seconds_bucket", "le=\"+Inf\"} 1",
-        "spool_queue_worker_handler_seconds_count"}) {
+        "spool_queue_worker_lease_takeovers_total", "spool_queue_worker_given_total",
+        "spool_queue_worker_in_flight", "spool_queue_worker_handler_seconds_bucket",
+        "le=\"+Inf\"} 1", "spool_queue_worker_handler_seconds_count"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }

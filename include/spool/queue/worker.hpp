@@ -73,6 +73,7 @@ struct worker_options {
 // The worker's counters since it started (a snapshot; each field read atomically).
 struct worker_counters {
   std::uint64_t started = 0;       // attempts started (handler called)
+  std::uint64_t given = 0;         // jobs a submission started for this idle worker (its inbox)
   std::uint64_t done = 0;          // results recorded
   std::uint64_t failed = 0;        // attempts that failed (exception, time limit)
   std::uint64_t retried = 0;       // of those, jobs that will run again
