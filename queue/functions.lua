@@ -19,7 +19,8 @@
 --                        idle workers wait on it with BLPOP, so a ready job wakes one of them
 --   :idle                sorted set: idle workers (consumers) that asked to be given jobs, by
 --                        the number of jobs each may still be given (its free room)
---   :idle_until          hash: consumer -> the time (ms) its place in :idle lapses
+--   :idle_until          hash: consumer -> the time (ms) its place in :idle lapses; kept
+--                        until its next claim, or forgotten long after the lapse
 --   :inbox:CONSUMER      list: "NUMBER ATTEMPT" of each job a submission started for that
 --                        idle consumer; the worker waits on it and :ready with one BLPOP
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
@@ -474,7 +475,7 @@ end
 -- Starts the job of the entry just added to `level` for an idle worker, if one is listed,
 -- and puts it in that worker's inbox: the job's start then needs no claim of its own. The
 -- worker is the one with the most room left; one whose place lapsed (a worker that died, or
--- stopped claiming) is dropped. Called only while no job waits in a stream, so the entries
+-- stopped claiming) leaves :idle, and a listing used up leaves it too. Called only while no job waits in a stream, so the entries
 -- read before this one, if any, are leftovers that start() drops or buries. Returns true if
 -- the job was started.
 assign = function(P, Q, level, entry, now)
@@ -487,8 +488,8 @@ assign = function(P, Q, level, entry, now)
     local consumer, slots = top[1], tonumber(top[2])
     local until_ms = tonumber(redis.call('HGET', idle_until, consumer) or '0') or 0
     if slots < 1 or until_ms <= now then
+      -- Its lapse time stays, for the claims that forget long-lapsed listings (claim).
       redis.call('ZREM', idle, consumer)
-      redis.call('HDEL', idle_until, consumer)
     else
       local s = stream_of(P, level)
       local inbox = P .. ':inbox:' .. consumer
@@ -515,7 +516,6 @@ assign = function(P, Q, level, entry, now)
       end
       if slots < 1 then
         redis.call('ZREM', idle, consumer)
-        redis.call('HDEL', idle_until, consumer)
       else
         redis.call('ZADD', idle, slots, consumer)
       end
@@ -601,6 +601,20 @@ local function claim(keys, args)
               redis.call('XGROUP', 'DELCONSUMER', s, GROUP, ci['name'])
             end
           end
+        end
+      end
+      -- Listings that lapsed leave :idle; those lapsed that long ago (their worker died or
+      -- was cut off: a live one claims every check interval) are forgotten with their inbox,
+      -- whose jobs are pending under that consumer and taken over when their leases run out.
+      local lapsed = redis.call('HGETALL', P .. ':idle_until')
+      for i = 1, #lapsed, 2 do
+        local c, until_ms = lapsed[i], tonumber(lapsed[i + 1]) or 0
+        if until_ms <= now then
+          redis.call('ZREM', P .. ':idle', c)
+        end
+        if until_ms + forget <= now then
+          redis.call('HDEL', P .. ':idle_until', c)
+          redis.call('DEL', P .. ':inbox:' .. c)
         end
       end
     end

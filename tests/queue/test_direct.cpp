@@ -166,6 +166,34 @@ TEST_F(Direct, LapsedListingIsDroppedAndTheJobWaitsForAClaim) {
   EXPECT_EQ(tokens(r), 1);
 }
 
+TEST_F(Direct, LongLapsedListingIsForgottenWithItsInbox) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  auto s = p.submit("q", "t", "x");  // given: in the ghost's inbox
+  ASSERT_EQ(inbox(r, "ghost").size(), 1u);
+  claim(r, "recent", "1");  // listed, lapsing just now (set below)
+  ASSERT_EQ(listed(r, "recent"), "1");
+  // Lapse times are Redis's: the ghost's a day ago, long past the forget time (60 s at
+  // least), "recent"'s a second ago.
+  const auto now = r.command({"TIME"});
+  const long long now_ms = std::stoll(text(*now->element[0])) * 1000;
+  r.command({"HSET", "spool:{q}:idle_until", "ghost", std::to_string(now_ms - 86400000)});
+  r.command({"HSET", "spool:{q}:idle_until", "recent", std::to_string(now_ms - 1000)});
+  // Another worker's claim with its check for expired leases forgets the ghost and its inbox
+  // (the job stays pending under it, for a takeover), and takes "recent" off :idle only.
+  const auto reply =
+      r.command({"FCALL", "spool_claim", "1", "spool:{q}", "q", "other", "1", "60000", "1", "0"});
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  EXPECT_EQ(listed(r, "ghost"), "");
+  EXPECT_TRUE(inbox(r, "ghost").empty());
+  EXPECT_EQ(text(*r.command({"HGET", "spool:{q}:idle_until", "ghost"})), "");
+  EXPECT_EQ(listed(r, "recent"), "");
+  EXPECT_NE(text(*r.command({"HGET", "spool:{q}:idle_until", "recent"})), "");
+  EXPECT_EQ(status(s.id).state, job_state::running);
+  EXPECT_EQ(status(s.id).owner, "ghost");
+}
+
 TEST_F(Direct, CancelledJobInTheInboxIsNotHandedOut) {
   producer p(url());
   spool::queue::admin a(url());
