@@ -194,6 +194,24 @@ TEST_F(Direct, LongLapsedListingIsForgottenWithItsInbox) {
   EXPECT_EQ(status(s.id).owner, "ghost");
 }
 
+TEST_F(Direct, JobGivenToAWorkerThatDiedIsTakenOver) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");  // a worker that lists itself and dies
+  auto s = p.submit("q", "t", "x");
+  ASSERT_EQ(status(s.id).owner, "ghost");
+  worker w(url(), fast_worker("q", 1));  // lease 1.5 s, checks every 100 ms
+  w.handle("t", [](const job_context& job, std::string_view payload) {
+    return std::string(payload) + "@" + std::to_string(job.attempt);
+  });
+  w.start();
+  EXPECT_EQ(s.result.get(), "x@2");
+  const auto st = status(s.id);
+  EXPECT_EQ(st.takeovers, 1u);
+  EXPECT_EQ(st.outcomes, 1u);
+  EXPECT_EQ(w.counters().takeovers, 2u);  // "x", and "load", which the ghost had claimed
+}
+
 TEST_F(Direct, CancelledJobInTheInboxIsNotHandedOut) {
   producer p(url());
   spool::queue::admin a(url());
