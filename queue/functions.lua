@@ -331,7 +331,7 @@ local function submit(keys, args)
       else
         local n = int(redis.call('INCR', P .. ':seq'))
         local jk = job_key(P, n)
-        local state, entry, due = 'queued', '', ''
+        local state, entry, due, owner = 'queued', '', '', nil
         if delay > 0 then
           state = 'delayed'
           due = int(now + delay)
@@ -346,23 +346,33 @@ local function submit(keys, args)
           end
         else
           entry = redis.call('XADD', stream_of(P, prio), '*', 'job', n)
-          stat(P, 'queued', 1)
-        end
-        redis.call('HSET', jk, 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
-          'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
-          'limit', int(limit), 'ttl', int(ttl), 'max_takeovers', int(takeovers), 'attempt', '0',
-          'failures', '0', 'takeovers', '0', 'outcomes', '0', 'created', int(now), 'reply', reply,
-          'owner', '', 'entry', entry, 'level', int(prio), 'state', state, 'due', due)
-        if key ~= '' then
-          redis.call('SET', P .. ':key:' .. key, n)
-        end
-        if state == 'queued' then
-          if direct and assign(P, Q, prio, entry, now) then
+          -- Started at once for an idle worker (its first attempt, as start() would make it),
+          -- or queued.
+          owner = direct and assign(P, Q, prio, entry, now)
+          if owner then
             state = 'running'
           else
             direct = false
+            stat(P, 'queued', 1)
             ready = ready + 1
           end
+        end
+        local fields = { 'task', task, 'payload', payload, 'key', key, 'prio', int(prio),
+          'attempts', int(attempts), 'backoff', int(backoff), 'backoff_max', int(backoff_max),
+          'limit', int(limit), 'ttl', int(ttl), 'max_takeovers', int(takeovers),
+          'attempt', owner and '1' or '0', 'failures', '0', 'takeovers', '0', 'outcomes', '0',
+          'created', int(now), 'reply', reply, 'owner', owner or '', 'entry', entry,
+          'level', int(prio), 'state', state, 'due', due }
+        if owner then
+          fields[#fields + 1] = 'started'
+          fields[#fields + 1] = int(now)
+        end
+        redis.call('HSET', jk, unpack(fields))
+        if owner then
+          redis.call('RPUSH', P .. ':inbox:' .. owner, n .. ' 1')
+        end
+        if key ~= '' then
+          redis.call('SET', P .. ':key:' .. key, n)
         end
         if pending and state ~= 'running' then
           pending = pending + 1
@@ -472,18 +482,20 @@ local function unlist_idle(P, consumer)
   return items
 end
 
--- Starts the job of the entry just added to `level` for an idle worker, if one is listed,
--- and puts it in that worker's inbox: the job's start then needs no claim of its own. The
--- worker is the one with the most room left; one whose place lapsed (a worker that died, or
--- stopped claiming) leaves :idle, and a listing used up leaves it too. Called only while no job waits in a stream, so the entries
--- read before this one, if any, are leftovers that start() drops or buries. Returns true if
--- the job was started.
+-- Delivers the entry just added to `level` (a new job's, whose hash is not written yet) to an
+-- idle worker, if one is listed: the caller then starts the job for it and puts it in that
+-- worker's inbox, so that the job's start needs no claim of its own. The worker is the one
+-- with the most room left; one whose place lapsed (a worker that died, or stopped claiming)
+-- leaves :idle, and a listing used up leaves it too. Called only while no job waits in a
+-- stream, so the entries read before this one, if any, are leftovers that start() drops or
+-- buries (or, were one a job, starts for the worker). Returns the worker's consumer name, or
+-- nil if the entry was not delivered.
 assign = function(P, Q, level, entry, now)
   local idle, idle_until = P .. ':idle', P .. ':idle_until'
   for _ = 1, 4 do
     local top = redis.call('ZRANGE', idle, -1, -1, 'WITHSCORES')
     if not top[1] then
-      return false
+      return nil
     end
     local consumer, slots = top[1], tonumber(top[2])
     local until_ms = tonumber(redis.call('HGET', idle_until, consumer) or '0') or 0
@@ -492,26 +504,30 @@ assign = function(P, Q, level, entry, now)
       redis.call('ZREM', idle, consumer)
     else
       local s = stream_of(P, level)
-      local inbox = P .. ':inbox:' .. consumer
-      local started = false
+      local delivered = false
       for _ = 1, 1000 do
         local r = group_call(s, 'XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 1, 'STREAMS',
           s, '>')
         if type(r) == 'table' and r.err then
-          return false
+          return nil
         end
         local e = r and r[1][2][1]
         if not e then
           break
         end
+        if e[1] == entry then
+          delivered = true
+          slots = slots - 1
+          break
+        end
         local job = start(P, Q, consumer, level, e[1], e[2] or {}, false, now)
         if job then
-          redis.call('RPUSH', inbox, string.sub(job[1], #Q + 2) .. ' ' .. int(job[2]))
+          redis.call('RPUSH', P .. ':inbox:' .. consumer,
+            string.sub(job[1], #Q + 2) .. ' ' .. int(job[2]))
           slots = slots - 1
-        end
-        if e[1] == entry then
-          started = job ~= nil
-          break
+          if slots < 1 then
+            break
+          end
         end
       end
       if slots < 1 then
@@ -519,10 +535,10 @@ assign = function(P, Q, level, entry, now)
       else
         redis.call('ZADD', idle, slots, consumer)
       end
-      return started
+      return delivered and consumer or nil
     end
   end
-  return false
+  return nil
 end
 
 local function claim(keys, args)

@@ -140,6 +140,20 @@ TEST_F(Direct, NoJobOvertakesOneThatWaitsInAStream) {
   EXPECT_EQ(inbox(r, "ghost").size(), 1u);
 }
 
+TEST_F(Direct, EntryAheadThatIsNoJobIsBuriedAndTheJobStillGiven) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "2");
+  // Not written by this library: no job waits, so the next submission reads it on its way.
+  r.command({"XADD", "spool:{q}:normal", "*", "junk", "1"});
+  auto s = p.submit("q", "t", "x");
+  EXPECT_EQ(status(s.id).owner, "ghost");
+  EXPECT_EQ(inbox(r, "ghost"), (std::vector<std::string>{number_of(s.id) + " 1"}));
+  EXPECT_EQ(listed(r, "ghost"), "1");
+  EXPECT_EQ(stats("q").dead, 1u);
+  EXPECT_EQ(stats("q").queued, 0u);
+}
+
 TEST_F(Direct, PausedQueueGivesNothingAndListsNobody) {
   producer p(url());
   spool::queue::admin a(url());
