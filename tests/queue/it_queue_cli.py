@@ -177,6 +177,26 @@ def test_commands(url, tmp):
     check(rc == 0 and [q["queue"] for q in json.loads(out)["queues"]] == ["q"],
           "stats with no queue lists every queue", out)
 
+    # Jobs are given to an idle worker by their submission, unless it runs with --no-direct.
+    for flags, given in (([], "1"), (["--no-direct"], "0")):
+        w = Worker(url, "--queue", "dq", "--threads", "1", "--metrics-port", "0", *flags)
+        port = metrics_port(w)
+        label = f'spool_queue_worker_given_total{{queue="dq",worker="{w.name}"}} '
+
+        # An idle worker lists itself with its first claim: wait until Redis has it.
+        if not flags:
+            host, redis_port = url.split("//", 1)[1].split("/")[0].rsplit(":", 1)
+            wait_for(lambda: wire.redis_command(host, int(redis_port), "ZSCORE",
+                                                "spool:{dq}:idle", w.name) is not None,
+                     30, "the idle worker to list itself")
+        rc, out, _ = cli(url, "submit", "dq", "echo", "direct?", "--wait")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        check(rc == 0 and out.splitlines()[-1] == "direct?" and label + given in text,
+              f"a worker{' with --no-direct' if flags else ''} runs the job, given_total "
+              f"{given}", (out, [ln for ln in text.splitlines() if "given" in ln]))
+        w.stop()
+
 
 def test_bad_input(url):
     for args, code, words in [
