@@ -1,7 +1,11 @@
 #include "dispatcher.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "../replies.hpp"
@@ -11,6 +15,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
+
+// A whole decimal number that is all of `text`, or nothing.
+std::optional<std::uint64_t> whole_number(std::string_view text) {
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
+}
 
 }  // namespace
 
@@ -105,21 +117,25 @@ std::vector<std::shared_ptr<held_job>> dispatcher::take_given(const std::string&
     // Started for this worker, but it may have been cancelled or taken over since (or the
     // item was not written by spool_submit): a job that no longer holds this attempt for this
     // worker is not run, and its entry is no longer pending here either.
-    if (space == std::string::npos || text_of(*f.element[0], "HMGET") != "running" ||
-        text_of(*f.element[1], "HMGET") != item.substr(space + 1) ||
+    const std::string attempt = space == std::string::npos ? "" : item.substr(space + 1);
+    const std::optional<std::uint64_t> number = whole_number(attempt);
+    if (!number || text_of(*f.element[0], "HMGET") != "running" ||
+        text_of(*f.element[1], "HMGET") != attempt ||
         text_of(*f.element[2], "HMGET") != core_.name) {
       continue;
     }
     auto job = std::make_shared<held_job>();
     job->number = item.substr(0, space);
     job->id = core_.options.queue + "/" + job->number;
-    job->attempt = std::stoull(item.substr(space + 1));
+    job->attempt = *number;
     job->task = text_of(*f.element[3], "HMGET");
     job->payload = text_of(*f.element[4], "HMGET");
     job->key = text_of(*f.element[5], "HMGET");
-    job->limit = std::chrono::milliseconds(std::stoll("0" + text_of(*f.element[6], "HMGET")));
+    // Written by spool_submit as whole numbers; anything else reads as spool_claim's 0 and 1.
+    job->limit = std::chrono::milliseconds(
+        static_cast<std::int64_t>(whole_number(text_of(*f.element[6], "HMGET")).value_or(0)));
     job->entry = text_of(*f.element[7], "HMGET");
-    job->level = std::stoi("0" + text_of(*f.element[8], "HMGET"));
+    job->level = static_cast<int>(whole_number(text_of(*f.element[8], "HMGET")).value_or(1));
     jobs.push_back(std::move(job));
   }
   return jobs;

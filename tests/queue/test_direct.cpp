@@ -286,6 +286,7 @@ TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
   // An inbox item that no longer holds (here: a job that is done) is skipped, not run.
   r.command({"RPUSH", "spool:{q}:inbox:w", number_of(s1.id) + " 1"});
   r.command({"RPUSH", "spool:{q}:inbox:w", "garbage"});
+  r.command({"RPUSH", "spool:{q}:inbox:w", number_of(s1.id) + " 1x"});
   auto s2 = p.submit("q", "t", "b");
   EXPECT_EQ(s2.result.get(), "b@1");
   EXPECT_EQ(ran, 2);
