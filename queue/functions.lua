@@ -71,6 +71,11 @@ local function stream_of(P, level)
   return P .. ':' .. LEVELS[level + 1]
 end
 
+-- The list of jobs a submission started for an idle consumer (assign), read by its worker.
+local function inbox_key(P, consumer)
+  return P .. ':inbox:' .. consumer
+end
+
 local function job_key(P, n)
   return P .. ':job:' .. n
 end
@@ -369,7 +374,7 @@ local function submit(keys, args)
         end
         redis.call('HSET', jk, unpack(fields))
         if owner then
-          redis.call('RPUSH', P .. ':inbox:' .. owner, n .. ' 1')
+          redis.call('RPUSH', inbox_key(P, owner), n .. ' 1')
         end
         if key ~= '' then
           redis.call('SET', P .. ':key:' .. key, n)
@@ -467,18 +472,13 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
     entry, level, via_takeover and 1 or 0 }
 end
 
--- The keys of a consumer's place among the idle workers and of its inbox.
-local function idle_keys(P, consumer)
-  return P .. ':idle', P .. ':idle_until', P .. ':inbox:' .. consumer
-end
-
 -- Takes the consumer off the idle workers and empties its inbox; returns the inbox's items.
 local function unlist_idle(P, consumer)
-  local idle, idle_until, inbox = idle_keys(P, consumer)
+  local inbox = inbox_key(P, consumer)
   local items = redis.call('LRANGE', inbox, 0, -1)
   redis.call('DEL', inbox)
-  redis.call('ZREM', idle, consumer)
-  redis.call('HDEL', idle_until, consumer)
+  redis.call('ZREM', P .. ':idle', consumer)
+  redis.call('HDEL', P .. ':idle_until', consumer)
   return items
 end
 
@@ -522,8 +522,8 @@ assign = function(P, Q, level, entry, now)
         end
         local job = start(P, Q, consumer, level, e[1], e[2] or {}, false, now)
         if job then
-          redis.call('RPUSH', P .. ':inbox:' .. consumer,
-            string.sub(job[1], #Q + 2) .. ' ' .. int(job[2]))
+          redis.call('RPUSH', inbox_key(P, consumer), string.sub(job[1], #Q + 2) .. ' ' ..
+            int(job[2]))
           slots = slots - 1
           if slots < 1 then
             break
@@ -630,7 +630,7 @@ local function claim(keys, args)
         end
         if until_ms + forget <= now then
           redis.call('HDEL', P .. ':idle_until', c)
-          redis.call('DEL', P .. ':inbox:' .. c)
+          redis.call('DEL', inbox_key(P, c))
         end
       end
     end

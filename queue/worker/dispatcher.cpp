@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../names.hpp"
 #include "../replies.hpp"
 
 namespace spool::queue::detail {
@@ -27,7 +28,13 @@ std::optional<std::uint64_t> whole_number(std::string_view text) {
 }  // namespace
 
 dispatcher::dispatcher(worker_core& core, reporter& report, spool::pool& pool)
-    : core_(core), report_(report), pool_(pool), link_(core.target, core.options.connection) {}
+    : core_(core),
+      report_(report),
+      pool_(pool),
+      link_(core.target, core.options.connection),
+      job_prefix_(queue_prefix(core.options.queue) + ":job:"),
+      inbox_key_(queue_prefix(core.options.queue) + ":inbox:" + core.name),
+      ready_key_(queue_prefix(core.options.queue) + ":ready") {}
 
 dispatcher::~dispatcher() { join(); }
 
@@ -83,9 +90,8 @@ std::vector<std::shared_ptr<held_job>> dispatcher::take_given(const std::string&
   // Items are "NUMBER ATTEMPT", pushed by spool_submit (functions.lua, assign). The first
   // one's job is read together with the rest of the inbox (a bulk submission may have given
   // several), then the others' jobs in one more round trip.
-  const std::string prefix = "spool:{" + core_.options.queue + "}:";
   const auto read = [&](const std::string& item) {
-    command c{"HMGET", prefix + "job:" + item.substr(0, item.find(' '))};
+    command c{"HMGET", job_prefix_ + item.substr(0, item.find(' '))};
     for (const char* field :
          {"state", "attempt", "owner", "task", "payload", "key", "limit", "entry", "level"}) {
       c.add(field);
@@ -93,8 +99,7 @@ std::vector<std::shared_ptr<held_job>> dispatcher::take_given(const std::string&
     return c;
   };
   std::vector<std::string> items{first};
-  std::vector<command> batch{
-      read(first), command{"LPOP", prefix + "inbox:" + core_.name, std::to_string(max_taken)}};
+  std::vector<command> batch{read(first), command{"LPOP", inbox_key_, std::to_string(max_taken)}};
   std::vector<reply_handle> replies = link_.round_trip(batch, effect::writes);
   const reply_handle rest = std::move(replies[1]);
   replies.pop_back();
@@ -235,9 +240,7 @@ dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, std:
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%lld.%03lld", static_cast<long long>(wait.count() / 1000),
                 static_cast<long long>(wait.count() % 1000));
-  const std::string prefix = "spool:{" + core_.options.queue + "}:";
-  const std::string inbox = prefix + "inbox:" + core_.name;
-  const command pop{"BLPOP", inbox, prefix + "ready", seconds};
+  const command pop{"BLPOP", inbox_key_, ready_key_, seconds};
   reply_handle r;
   try {
     r = link_.call_blocking(pop, wait, core_.stop_requested.fd());
@@ -252,7 +255,7 @@ dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, std:
   }
   if (r->type == REDIS_REPLY_NIL) return woken::timeout;
   const redisReply& a = array_of(*r, 2, "BLPOP");
-  if (text_of(*a.element[0], "BLPOP") != inbox) return woken::token;
+  if (text_of(*a.element[0], "BLPOP") != inbox_key_) return woken::token;
   item = text_of(*a.element[1], "BLPOP");
   return woken::given;
 }

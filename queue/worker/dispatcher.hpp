@@ -82,6 +82,9 @@ class dispatcher {
   reporter& report_;
   spool::pool& pool_;
   redis_link link_;
+  const std::string job_prefix_;  // "spool:{QUEUE}:job:"
+  const std::string inbox_key_;   // this worker's inbox
+  const std::string ready_key_;   // the wake-up tokens
   bool reconcile_needed_ = true;  // a worker that restarted under the same name
   std::function<void()> on_stopped_;
   std::thread thread_;
