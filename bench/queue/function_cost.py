@@ -2,16 +2,22 @@
 """What spool's Redis functions cost inside Redis: commands and microseconds per call.
 
     bench/queue/function_cost.py [--cli PATH] [--jobs N] [--room R] [--aging MS] [--rounds K]
+                                 [--detail]
 
 Starts a redis-server of its own (AOF off: the functions' own cost, not the disk's) on a free
 loopback port, loads the functions through `spool-queue submit` (the CLI loads its library's
-version), then measures two patterns, each K times, with INFO commandstats reset before each:
+version), then measures three patterns, each K times, with INFO commandstats reset before each:
   trickle  one spool_submit of one job, then one spool_claim for room R (a worker's claim when
            jobs arrive one at a time: it finds fewer than it has room for), N times;
-  backlog  N jobs submitted 100 per call, then claimed R at a time until none is left.
+  backlog  N jobs submitted 100 per call, then claimed R at a time until none is left;
+  direct   the consumer listed idle with room R (spool_claim's LISTED_MS), then N jobs
+           submitted one at a time, each started by its submission and put in the consumer's
+           inbox; after every R, the worker's reads (LPOP of the inbox, an HMGET per job) and a
+           claim that lists it again.
 Prints, per pattern, the commands the functions ran per FCALL (deterministic: it changes only
-when the Lua does) and the microseconds per FCALL (median and min-max of the rounds). Two
-builds of the queue library compare by running this with each one's --cli."""
+when the Lua does), the microseconds per FCALL, and the microseconds per job of every command
+the pattern sent (the FCALLs and, for direct, the worker's reads): median and min-max of the
+rounds. Two builds of the queue library compare by running this with each one's --cli."""
 
 import argparse
 import os
@@ -19,6 +25,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+DETAIL = False
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -39,10 +47,17 @@ def submit(r, count):
     r.command(*args)
 
 
-def claim(r, room, aging):
-    jobs = r.command("FCALL", "spool_claim", 1, PREFIX, QUEUE, "bench-consumer", room, 30000, 0,
-                     aging)[0]
-    return len(jobs)
+CONSUMER = "bench-consumer"
+INBOX = PREFIX + ":inbox:" + CONSUMER
+# How long a listing lasts (LISTED_MS): far longer than a round, so that none lapses.
+LISTED_MS = 600000
+
+
+def claim(r, room, aging, listed_ms=None):
+    args = ["FCALL", "spool_claim", 1, PREFIX, QUEUE, CONSUMER, room, 30000, 0, aging]
+    if listed_ms is not None:
+        args.append(listed_ms)
+    return len(r.command(*args)[0])
 
 
 def drain(r, room, aging):
@@ -50,16 +65,34 @@ def drain(r, room, aging):
         pass
 
 
-def costs(r):
-    """(commands the functions ran, FCALLs, microseconds in FCALL) since the last RESETSTAT."""
+def costs(r, jobs, top_level=None):
+    """Since the last RESETSTAT: (commands the functions ran, FCALLs, microseconds in FCALL,
+    microseconds per job of FCALL and of the commands sent outside functions). `top_level`
+    counts those commands by name: commandstats cannot tell them from the functions' own."""
+    top_level = top_level or {}
     stats = r.info("commandstats")
     calls = {name[len("cmdstat_"):]: dict(kv.split("=") for kv in value.split(","))
              for name, value in stats.items() if name.startswith("cmdstat_")}
     fcall = calls.pop("fcall", {"calls": "0", "usec": "0"})
     for outside in ("info", "config|resetstat"):
         calls.pop(outside, None)
-    inner = sum(int(c["calls"]) for c in calls.values())
-    return inner, int(fcall["calls"]), int(fcall["usec"])
+    inner = sum(int(c["calls"]) for c in calls.values()) - sum(top_level.values())
+    # A top-level command's time is taken as its kind's mean; the functions' calls of the same
+    # command are already inside FCALL's time.
+    outside_us = sum(float(calls[name]["usec_per_call"]) * n for name, n in top_level.items()
+                     if name in calls)
+    fcalls, fcall_us = int(fcall["calls"]), int(fcall["usec"])
+    if DETAIL:
+        inside_us = sum(int(c["usec"]) for c in calls.values()) - outside_us
+        print(f"  per job: FCALL {fcalls / jobs:.2f} calls, {fcall_us / jobs:.1f} us, of which "
+              f"commands {inside_us / jobs:.1f} us and the rest (Lua, arguments, replies) "
+              f"{(fcall_us - inside_us) / jobs:.1f}")
+        for name, c in sorted(calls.items(), key=lambda kv: -int(kv[1]["usec"])):
+            n = int(c["calls"]) - top_level.get(name, 0)
+            if n > 0:
+                per_call = int(c["usec"]) / int(c["calls"])
+                print(f"    {name:14} {n / jobs:5.2f} calls {per_call:6.2f} us/call")
+    return inner, fcalls, fcall_us, (fcall_us + outside_us) / jobs
 
 
 def trickle(r, a):
@@ -68,7 +101,7 @@ def trickle(r, a):
     for _ in range(a.jobs):
         submit(r, 1)
         claim(r, a.room, a.aging)
-    return costs(r)
+    return costs(r, a.jobs)
 
 
 def backlog(r, a):
@@ -77,8 +110,32 @@ def backlog(r, a):
         submit(r, min(100, left))
     r.command("CONFIG", "RESETSTAT")
     drain(r, a.room, a.aging)
-    inner, fcalls, usec = costs(r)
-    return inner, fcalls, usec
+    return costs(r, a.jobs)
+
+
+def direct(r, a):
+    drain(r, a.room, a.aging)
+    claim(r, a.room, a.aging, LISTED_MS)
+    r.command("CONFIG", "RESETSTAT")
+    reads = {"lpop": 0, "hmget": 0}
+    given = 0
+    for i in range(a.jobs):
+        submit(r, 1)
+        given += 1
+        if given == a.room or i == a.jobs - 1:
+            items = r.command("LPOP", INBOX, given) or []
+            if len(items) != given:
+                sys.exit(f"direct: {len(items)} of {given} jobs given to the listed consumer; "
+                         "the submissions did not start them")
+            for item in items:
+                n = (item.decode() if isinstance(item, bytes) else item).split(" ")[0]
+                r.command("HMGET", f"{PREFIX}:job:{n}", "state", "attempt", "owner", "task",
+                          "payload", "key", "limit", "entry", "level")
+            reads["lpop"] += 1
+            reads["hmget"] += len(items)
+            claim(r, a.room, a.aging, LISTED_MS)
+            given = 0
+    return costs(r, a.jobs, reads)
 
 
 def main():
@@ -89,7 +146,11 @@ def main():
     p.add_argument("--room", type=int, default=2)
     p.add_argument("--aging", type=int, default=100, help="ms, as the worker's default")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--detail", action="store_true",
+                   help="per round, each command the functions ran: calls per job, us per call")
     a = p.parse_args()
+    global DETAIL
+    DETAIL = a.detail
     if a.jobs <= 0 or a.room <= 0 or a.rounds <= 0 or a.aging < 0:
         p.error("--jobs, --room and --rounds must be positive, --aging not negative")
     with tempfile.TemporaryDirectory(prefix="spool-fcost-") as tmp:
@@ -100,14 +161,17 @@ def main():
                             "echo", "x"], check=True, stdout=subprocess.DEVNULL)
             print(f"# {a.cli}; redis-server {r.version}; {a.jobs} jobs, room {a.room}, aging "
                   f"{a.aging} ms, {a.rounds} rounds")
-            for name, pattern in (("trickle", trickle), ("backlog", backlog)):
-                per_call, us = [], []
+            for name, pattern in (("trickle", trickle), ("backlog", backlog), ("direct", direct)):
+                per_call, us, per_job = [], [], []
                 for _ in range(a.rounds):
-                    inner, fcalls, usec = pattern(r, a)
+                    inner, fcalls, usec, job_us = pattern(r, a)
                     per_call.append(inner / fcalls)
                     us.append(usec / fcalls)
+                    per_job.append(job_us)
                 print(f"{name:8} commands per FCALL {statistics.median(per_call):.2f}; us per "
-                      f"FCALL {statistics.median(us):.1f} ({min(us):.1f}-{max(us):.1f})")
+                      f"FCALL {statistics.median(us):.1f} ({min(us):.1f}-{max(us):.1f}); us per "
+                      f"job {statistics.median(per_job):.1f} ({min(per_job):.1f}-"
+                      f"{max(per_job):.1f})")
         finally:
             r.stop()
 
