@@ -5,14 +5,19 @@
 
 #include "core_testing.hpp"
 #include "stress_scale.hpp"
+#include "support.hpp"
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <latch>
 #include <memory>
 #include <thread>
 #include <vector>
+
+using namespace spool_test;
 
 namespace {
 
@@ -72,6 +77,55 @@ TEST(ProducerSlots, OneProducerKeepsOrder) {
 }
 
 using spool::detail::core_testing;
+
+// Holds the first worker that takes a run of a producer slot's tasks inside take_from_slot, the
+// slot's batching lock held as a filler's, until the test opens `release`.
+struct filler_held {
+  static inline std::atomic<bool> taken{false};
+  static inline std::latch* holding = nullptr;
+  static inline gate* release = nullptr;
+  static void pause() {
+    if (taken.exchange(true)) return;
+    holding->count_down();
+    release->wait();
+  }
+};
+
+// Both workers search one producer's slot at once; one takes a run of its tasks and is held
+// there with the lock. The other meets the slot served by a filler: it must park without
+// spinning (a spinner would see the slot's tasks, search, meet the lock and spin again for as
+// long as the filler held it, and would never be listed as a sleeper). Let go, the filler
+// fills its batch and wakes the sleeper, and every task runs.
+TEST(ProducerSlots, SearchThatMeetsAServedSlotParks) {
+  spool::config cfg = pool_config(2);
+  cfg.spin_rounds = 64;
+  spool::pool p(cfg);
+  const spool::detail::core& c = spool::detail::pool_access::of(p);
+  gate hold;
+  std::latch started(2);
+  hold_workers(p, started, hold);  // the tasks below wait in the slot meanwhile
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) p.post([&ran] { ran.fetch_add(1); });
+  gate release;
+  std::latch holding(1);
+  filler_held::holding = &holding;
+  filler_held::release = &release;
+  spool::detail::queues_testing::set_fill_pause(&filler_held::pause);
+  hold.open();
+  holding.wait();
+  // Nothing else changes the pool while the filler is held: a bounded wait for the other
+  // worker to list itself, which only a worker that stopped spinning does.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (core_testing::sleepers(c) == 0 && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::yield();
+  }
+  const std::uint32_t sleepers = core_testing::sleepers(c);
+  release.open();
+  p.wait_idle();
+  spool::detail::queues_testing::set_fill_pause(nullptr);
+  EXPECT_EQ(sleepers, 1u);
+  EXPECT_EQ(ran.load(), 100);
+}
 
 // Threads that exit give their slot back: 200 short-lived threads, one after another, each
 // submitting and waiting for its task, all get a slot (there are 32), reusing the first.

@@ -16,12 +16,16 @@ namespace {
 constexpr std::size_t k_producer_slots = 32;
 
 std::atomic<void (*)()> take_back_pause{nullptr};  // queues_testing
+std::atomic<void (*)()> fill_pause{nullptr};       // queues_testing
 
 }  // namespace
 
 namespace queues_testing {
 void set_take_back_pause(void (*pause)()) noexcept {
   take_back_pause.store(pause, std::memory_order_relaxed);
+}
+void set_fill_pause(void (*pause)()) noexcept {
+  fill_pause.store(pause, std::memory_order_relaxed);
 }
 }  // namespace queues_testing
 
@@ -124,6 +128,7 @@ work_item* queues::steal(worker& w) noexcept {
     if (work_item* t = ws[w.batch_hint]->batch.take().item) return t;
   }
   for (int round = 0;; ++round) {
+    w.met_served_slot = false;  // of this round: the one that returns null decides
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
@@ -212,17 +217,20 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   // no run and wakes nobody: meeting it is a lost race, and the search looks again.
   std::uint8_t held;
   if (!slot.lock_batching(producer_slot::k_filling, &held)) {
+    if (held == producer_slot::k_filling) w.met_served_slot = true;
     return {nullptr, held == producer_slot::k_brief};
   }
   // Under the lock no batch can be filled from this slot, so one that still holds its tasks
   // keeps holding them until taken: those go first.
   if (slots_.held_by_batch(slot)) {
     slot.unlock_batching();
+    w.met_served_slot = true;
     return {nullptr, false};
   }
   // w's own batch is empty: find_normal took from it first, and only w fills it.
   work_item* run[stolen_batch::k_capacity];
   auto [count, retry] = slot.deque.steal_batch(run, stolen_batch::k_capacity);
+  if (void (*pause)() = fill_pause.load(std::memory_order_relaxed)) pause();
   if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
   slot.unlock_batching();
   // The run was out of sight between the CAS on the slot and the fill: a worker that looked

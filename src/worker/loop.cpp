@@ -65,7 +65,14 @@ void core::run_worker(worker& w) noexcept {
     const std::uint64_t finished = idle_.finished_by(w);
     const bool after_one = finished - w.finished_at_idle <= 1;
     w.finished_at_idle = finished;
-    if (sleep_.idle_spin(w.short_gap, after_one)) continue;
+    // A search that met a producer slot served by another worker parks without spinning.
+    // One producer feeding many workers is served from one batch at a time, and a spinner
+    // would come straight back to that batch and slot: their lines, which the producer and
+    // the batch's takers write, then move between every spinner's core and theirs, and the
+    // producer slows down with each extra spinner. Parking leaves nothing behind: the last
+    // look before the park still takes from the batch or the slot, and the worker that fills
+    // the next batch wakes a sleeper (queues/README.md, "Steal races").
+    if (!w.met_served_slot && sleep_.idle_spin(w.short_gap, after_one)) continue;
     end = rest(w, searching);
   }
   threads_.thread_ends(w, end == rest_end::retired);

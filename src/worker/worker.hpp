@@ -57,6 +57,9 @@ struct worker {
   // Whose stolen batch this worker last took a task from: tried first by the next steal,
   // since a producer's run is served from one batch at a time (queues::steal).
   std::size_t batch_hint = 0;
+  // The last steal found no task but met a producer slot with tasks that another worker
+  // serves (queues::take_from_slot): the search parks without its spin (worker/loop.cpp).
+  bool met_served_slot = false;
   std::uint32_t searches = 0;  // find_task calls, to look at low-priority aging now and then
   // worker/loop.cpp, for sleep_control::idle_spin: when this worker last went idle, whether
   // its last idle spell (from going idle to finding work) was short enough for a spin to
