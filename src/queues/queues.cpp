@@ -128,7 +128,8 @@ work_item* queues::steal(worker& w) noexcept {
     if (work_item* t = ws[w.batch_hint]->batch.take().item) return t;
   }
   for (int round = 0;; ++round) {
-    w.met_served_slot = false;  // of this round: the one that returns null decides
+    // Reset each round: what run_worker reads is the last round's, the one that found nothing.
+    w.met_served_slot = false;
     const std::size_t slots = slots_.in_use();
     if (n < 2 && slots == 0) return nullptr;
     bool contended = false;
