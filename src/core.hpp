@@ -199,6 +199,8 @@ class core {
   // After a task, if sleep_.may_retreat(): a crowded pool's extra worker leaves queued work to
   // others and sleeps.
   void retreat(worker& w, bool& searching) noexcept;
+  // w gives the timer watch back if it holds it (timers::unwatch).
+  void unwatch_timers(worker& w) noexcept;
   // No task, and spinning gave up: announce, look once more, then sleep, retire or exit.
   enum class rest_end : unsigned char { looked, retired, terminate };
   rest_end rest(worker& w, bool& searching) noexcept;

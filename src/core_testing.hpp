@@ -40,6 +40,16 @@ struct core_testing {
   }
   // Timers waiting in the pool's timer queue.
   static std::size_t pending_timers(core& c) noexcept { return c.timer_queue().pending(); }
+  // The worker holding the timer watch (timers/README.md), or -1; and whether the timer
+  // thread sleeps only as its backstop (its wait past the earliest deadline).
+  static int timer_watcher(const core& c) noexcept {
+    std::lock_guard lock(c.timers_.mu_);
+    return c.timers_.watcher_ == timers::k_no_watcher ? -1 : static_cast<int>(c.timers_.watcher_);
+  }
+  static bool timer_thread_backs_up(const core& c) noexcept {
+    std::lock_guard lock(c.timers_.mu_);
+    return c.timers_.thread_wait_ == timers::thread_wait::backstop;
+  }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
   static bool monitor_sleeping(const core& c) noexcept {
     return c.threads_.monitor_asleep_.load(std::memory_order_relaxed);

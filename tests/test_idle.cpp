@@ -1,6 +1,7 @@
 // An idle pool makes no wake-ups: once every worker sleeps, none runs again until work arrives.
-// With a timer pending far ahead it makes exactly one, when the timer is due; the timer thread
-// ("<name>-tmr") is counted with the workers.
+// With a timer pending far ahead served by the timer thread it makes exactly two when the timer
+// is due (the thread, then a worker); with one that a worker watches, none before it is due.
+// The timer thread ("<name>-tmr") is counted with the workers.
 // Observed from the kernel's side, per worker thread (/proc/self/task/<tid>): the scheduler
 // state and the context-switch counters. This asserts a count of events (zero), not a speed.
 #include <gtest/gtest.h>
@@ -167,6 +168,49 @@ TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
   // Nothing pending now: another interval with no wake-up at all.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (const auto& [tid, info] : workers_named("idletmr")) {
+    EXPECT_EQ(info.switches, after[tid].switches) << "thread " << tid << " woke with no timer";
+  }
+}
+
+// A timer far ahead that an idle worker watches (timers/README.md, "A worker watches the
+// earliest deadline"): the worker sleeps until the deadline and the timer thread only backs it
+// up, past it; nothing wakes before the timer is due, and nothing after it has run.
+TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
+  constexpr unsigned threads = 2;
+  spool::config cfg;
+  cfg.threads = threads;
+  cfg.name = "idlewatch";
+  cfg.spin_rounds = 0;
+  cfg.defer_period = std::chrono::microseconds(0);
+  spool::pool pool{cfg};
+  pool.submit_after(std::chrono::milliseconds(1), [] {}).get();  // starts the timer thread
+  pool.wait_idle();
+
+  std::latch fired{1};
+  spool::timer t = pool.post_after(std::chrono::milliseconds(1500), [&] { fired.count_down(); });
+  // A worker that parks while the timer is pending takes the watch.
+  pool.submit([] {}).get();
+  const auto& core = spool::detail::pool_access::of(pool);
+  std::map<std::string, thread_info> before;
+  while (core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core) ||
+         !settled(core, "idlewatch", before, threads + 1)) {
+  }
+  ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an interval to observe
+  auto mid = workers_named("idlewatch");
+  ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
+  for (const auto& [tid, info] : mid) {
+    EXPECT_EQ(info.switches, before[tid].switches) << "thread " << tid << " woke before the timer";
+  }
+
+  fired.wait();
+  // The watch ends with nothing pending, and the thread sleeps without a timeout again.
+  std::map<std::string, thread_info> after;
+  while (core_testing::timer_watcher(core) >= 0 || core_testing::timer_thread_backs_up(core) ||
+         !settled(core, "idlewatch", after, threads + 1)) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (const auto& [tid, info] : workers_named("idlewatch")) {
     EXPECT_EQ(info.switches, after[tid].switches) << "thread " << tid << " woke with no timer";
   }
 }

@@ -10,12 +10,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core_testing.hpp"
 #include "stress_scale.hpp"
 #include "support.hpp"
 
@@ -23,6 +25,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using spool::detail::core_testing;
 using spool_test::error_code_of;
 using spool_test::gate;
 using spool_test::hold_workers;
@@ -308,6 +311,54 @@ TEST(TimersShutdown, DiscardDropsEveryPendingTimer) {
   EXPECT_FALSE(p.cancel());
 }
 
+// A worker that parks while a timer is pending watches it: it parks until the deadline and
+// fires the timer itself, and the timer thread backs it up (timers/README.md, "A worker
+// watches the earliest deadline"). The timer still runs exactly once, not early, and the watch
+// ends once nothing is pending.
+TEST(TimerWatch, AnIdleWorkerWatchesThePendingTimer) {
+  spool::config cfg = pool_config(2);
+  cfg.spin_rounds = 0;
+  spool::pool pool{cfg};
+  const auto& core = spool::detail::pool_access::of(pool);
+  std::atomic<int> runs{0};
+  const auto deadline = clock_type::now() + 300ms;
+  auto f = pool.submit_after(300ms, [&] {
+    runs.fetch_add(1);
+    return clock_type::now();
+  });
+  pool.submit([] {}).get();  // a worker runs this and then parks with the timer pending
+  while (core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core)) {
+    std::this_thread::yield();
+  }
+  EXPECT_LT(core_testing::timer_watcher(core), 2);
+  EXPECT_GE(f.get(), deadline);
+  EXPECT_EQ(runs.load(), 1);
+  pool.submit([] {}).get();  // and parks again, with nothing pending
+  while (core_testing::timer_watcher(core) >= 0) std::this_thread::yield();
+  EXPECT_EQ(runs.load(), 1);
+}
+
+// A timer due while the watcher runs a long task still runs on another worker: the thread's
+// backstop takes the watch back. Here the first timer's task waits for the second timer's.
+TEST(TimerWatch, ALongTaskOnTheWatcherDoesNotHoldBackTheNextTimer) {
+  spool::config cfg = pool_config(2);
+  cfg.spin_rounds = 0;
+  spool::pool pool{cfg};
+  for (int i = 0; i < stress_iterations(20); ++i) {
+    std::promise<void> second_ran;
+    auto second = second_ran.get_future();
+    bool first_saw_second = false;
+    auto f = pool.submit_after(2ms, [&] {
+      // A hang guard only: the second timer is due 1 ms after this one starts at the latest.
+      first_saw_second = second.wait_for(30s) == std::future_status::ready;
+    });
+    const spool::timer second_timer = pool.post_after(3ms, [&] { second_ran.set_value(); });
+    pool.submit([] {}).get();  // a worker parks with both pending, watching the first
+    f.get();
+    EXPECT_TRUE(first_saw_second) << "iteration " << i;
+  }
+}
+
 // Timers with deadlines spread over a few milliseconds, cancelled from another thread while
 // the timer thread fires them and workers run them: each runs if and only if its cancel()
 // returned false, and each callable is released once.
@@ -330,6 +381,38 @@ TEST(TimersStress, CancelRacesFire) {
   pool.shutdown(spool::shutdown_mode::drain);
   for (int i = 0; i < n; ++i) EXPECT_EQ(ran[i].load(), won[i] ? 0 : 1) << "timer " << i;
   EXPECT_EQ(released.load(), n);
+}
+
+// A drain that begins while workers watch and fire timers due around it: every timer either
+// runs once or is counted as dropped, never both, never neither; each callable is released
+// once. With a bound past every deadline, none is dropped: the drain waits for the timers a
+// watcher took out of the heap as well as for those still in it.
+TEST(TimersStress, DrainRacesWatchers) {
+  for (int i = 0; i < stress_iterations(100); ++i) {
+    for (const bool keep_all : {false, true}) {
+      std::atomic<int> released{0};
+      std::atomic<int> runs{0};
+      constexpr int n = 40;
+      std::size_t dropped = 0;
+      {
+        spool::config cfg = pool_config(2);
+        cfg.spin_rounds = 0;
+        cfg.drain_timers_within = keep_all ? 1min : 1ms;
+        spool::pool pool{cfg};
+        for (int k = 0; k < n; ++k) {
+          (void)pool.post_after(std::chrono::microseconds(50 * (k % 40)),
+                                [&, c = release_counter(released)] { runs.fetch_add(1); });
+        }
+        pool.submit([] {}).get();  // a worker parks watching the earliest
+        dropped = pool.shutdown(spool::shutdown_mode::drain);
+      }
+      EXPECT_EQ(static_cast<std::size_t>(runs.load()) + dropped, static_cast<std::size_t>(n));
+      if (keep_all) {
+        EXPECT_EQ(dropped, 0u);
+      }
+      EXPECT_EQ(released.load(), n);
+    }
+  }
 }
 
 // Periodic timers cancelled while they run, come due and reschedule: every cancel() of a live

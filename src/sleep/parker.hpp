@@ -48,6 +48,10 @@ class parker {
   // A spinner that stops must then either take work it found or go through prepare() and look
   // again before parking: a submission that saw it spinning did not wake anyone.
   void stop_spinning() noexcept { spinners_.fetch_sub(1, std::memory_order_seq_cst); }
+  // Counts the caller as a spinner whatever the limit, as notify_one counts the sleeper it
+  // wakes: a worker about to make work visible that it will look for itself (a watcher firing
+  // due timers), so that the notification wakes nobody else. Ends with stop_spinning().
+  void start_searching() noexcept { spinners_.fetch_add(1, std::memory_order_seq_cst); }
 
   // How a park ended. `searching`: notify_one() chose this sleeper and counted it as a
   // spinner on its behalf, so that later submissions wake nobody else until it has looked;

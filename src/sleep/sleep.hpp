@@ -13,8 +13,9 @@
 //  - While work is queued and no awake worker is going to look at it, a timed sleeper is
 //    listed, or the worker that held the role is between its deadline and its decision
 //    (sleep/README.md, "Deferred wake-ups").
-//  - An idle pool makes no wake-ups: only the timed role sleeps with a deadline, and only
-//    while an outside thread submits to a crowded pool or takes its tasks back.
+//  - An idle pool makes no wake-ups: only the timed role sleeps with a deadline of this
+//    part's, and only while an outside thread submits to a crowded pool or takes its tasks
+//    back (a worker's other deadlines are its keep-alive and a pending timer's).
 //
 // Boundaries: every part that makes a task visible (submission, fork, a range ticket, a
 // stolen batch) calls notify_worker() afterwards; an outside thread about to sleep in spool
@@ -132,6 +133,13 @@ class sleep_control {
     }
     parker_.stop_spinning();
     return found;
+  }
+  // A worker about to make work visible that it looks for next (a timer watcher firing what
+  // is due) counts as a spinner until searched(), so that the work wakes nobody else. Sets
+  // *searching, which must be clear.
+  void search_own(bool& searching) noexcept {
+    parker_.start_searching();
+    searching = true;
   }
   // A worker woken by notify_one counts as a spinner until it has looked for work once
   // (parker::wake::searching); after that look it stops, as a spinner does. Clears *searching.

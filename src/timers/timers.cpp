@@ -48,8 +48,12 @@ std::error_code timers::schedule_locked(timer_node& n) noexcept {
   heap_.push_back(&n);
   n.heap_slot = heap_.size() - 1;
   sift_up(n.heap_slot);
-  // The thread sleeps until the old earliest deadline; only a new earliest changes that.
-  if (heap_.front() == &n) wake_.notify_one();
+  size_changed_locked();
+  // The thread sleeps until the old earliest deadline; only a new earliest changes that, and
+  // not one that a parked watcher reaches first (it fires every node due when it wakes).
+  if (heap_.front() == &n && !(watcher_parked_ && n.deadline >= watched_at_)) {
+    notify_thread_locked();
+  }
   return {};
 }
 
@@ -63,8 +67,10 @@ bool timers::remove_locked(timer_node& n) noexcept {
   const bool was_first = n.heap_slot == 0;
   take_locked(n.heap_slot);
   // The thread would wake at the removed deadline for nothing: let it sleep to the next one
-  // (or for good), so that a pool whose timers were all cancelled makes no wake-ups.
-  if (was_first) wake_.notify_one();
+  // (or for good), so that a pool whose timers were all cancelled makes no wake-ups. A thread
+  // without a timeout (a parked watcher serves the earliest) has nothing to change; the
+  // watcher wakes at the removed deadline once and parks again until the next.
+  if (was_first && thread_wait_ != thread_wait::untimed) notify_thread_locked();
   return true;
 }
 
@@ -72,6 +78,7 @@ timer_node* timers::take_locked(std::size_t i) noexcept {
   timer_node* n = heap_[i];
   timer_node* last = heap_.back();
   heap_.pop_back();
+  size_changed_locked();
   n->heap_slot = timer_node::k_not_queued;
   if (last != n) {
     place(i, last);
@@ -116,15 +123,32 @@ void timers::run() noexcept {
   for (;;) {
     if (exit_) return;
     if (heap_.empty()) {
-      emptied_.notify_all();
+      if (firing_ == 0) emptied_.notify_all();
+      thread_wait_ = thread_wait::untimed;
       wake_.wait(lock);
       continue;
     }
-    const auto deadline = heap_.front()->deadline;
+    auto deadline = heap_.front()->deadline;
+    if (watcher_ != k_no_watcher && !(watcher_parked_ && deadline < watched_at_)) {
+      // A worker watches (README.md, "A worker watches the earliest deadline"): it fires the
+      // earliest when it wakes, or, busy, when it parks again. The thread only backs it up,
+      // k_backstop late: a watcher kept by a long task, or not scheduled, loses the watch.
+      const auto latest = timer_node::clock::time_point::max() - k_backstop;
+      deadline = deadline < latest ? deadline + k_backstop : timer_node::clock::time_point::max();
+      if (timer_node::clock::now() < deadline) {
+        thread_wait_ = thread_wait::backstop;
+        wake_.wait_until(lock, deadline);
+        continue;
+      }
+      watcher_ = k_no_watcher;
+      watcher_parked_ = false;
+    }
     if (timer_node::clock::now() < deadline) {
+      thread_wait_ = thread_wait::serving;
       wake_.wait_until(lock, deadline);
       continue;
     }
+    thread_wait_ = thread_wait::running;
     timer_node* due = take_locked(0);
     lock.unlock();
     due->fire(owner_);
@@ -132,10 +156,68 @@ void timers::run() noexcept {
   }
 }
 
+timers::watch timers::watch_from(std::uint32_t seat,
+                                 std::chrono::steady_clock::time_point* deadline) noexcept {
+  std::lock_guard lock(mu_);
+  if (heap_.empty() || closed_) {
+    // Nothing to watch (or a shutdown serves the rest on the thread): an old watch ends.
+    if (watcher_ == seat) {
+      watcher_ = k_no_watcher;
+      watcher_parked_ = false;
+    }
+    return watch::none;
+  }
+  const auto earliest = heap_.front()->deadline;
+  if (timer_node::clock::now() >= earliest) return watch::due;
+  if (watcher_ != seat) {
+    if (watcher_ != k_no_watcher) return watch::none;
+    watcher_ = seat;
+    // A thread asleep until the same deadline would wake beside the watcher: it backs the
+    // watcher up instead.
+    if (thread_wait_ == thread_wait::serving) notify_thread_locked();
+  }
+  watcher_parked_ = true;
+  watched_at_ = earliest;
+  *deadline = earliest;
+  return watch::watching;
+}
+
+void timers::fire_watched(std::uint32_t seat) noexcept {
+  std::unique_lock lock(mu_);
+  if (watcher_ == seat) watcher_parked_ = false;  // busy: it keeps the watch
+  // A few at a time, without allocating: nodes due together are rare beyond the first.
+  constexpr std::size_t k_batch = 8;
+  timer_node* due[k_batch];
+  for (;;) {
+    const auto now = timer_node::clock::now();
+    std::size_t n = 0;
+    while (n < k_batch && !heap_.empty() && heap_.front()->deadline <= now)
+      due[n++] = take_locked(0);
+    // The thread waits without a timeout only with the heap empty, and a watcher's firing
+    // only empties it: the thread's wait needs no change.
+    if (n == 0) return;
+    ++firing_;  // a draining stop() waits for these to be fired, not only taken
+    lock.unlock();
+    for (std::size_t i = 0; i < n; ++i) due[i]->fire(owner_);
+    lock.lock();
+    if (--firing_ == 0 && heap_.empty()) emptied_.notify_all();
+  }
+}
+
+void timers::unwatch(std::uint32_t seat) noexcept {
+  std::lock_guard lock(mu_);
+  if (watcher_ != seat) return;
+  watcher_ = k_no_watcher;
+  watcher_parked_ = false;
+  if (!heap_.empty() && thread_wait_ != thread_wait::serving) notify_thread_locked();
+}
+
 std::size_t timers::stop(std::chrono::steady_clock::time_point cutoff) noexcept {
   std::vector<timer_node*> dropped;
   std::unique_lock lock(mu_);
   closed_ = true;
+  watcher_ = k_no_watcher;  // the thread fires what a drain keeps
+  watcher_parked_ = false;
   bool room = true;
   try {
     dropped.reserve(heap_.size());
@@ -152,13 +234,14 @@ std::size_t timers::stop(std::chrono::steady_clock::time_point cutoff) noexcept 
     // shutdown must not wait for timers beyond its cutoff.
     dropped.swap(heap_);
     for (timer_node* n : dropped) n->heap_slot = timer_node::k_not_queued;
+    size_changed_locked();
   }
   wake_.notify_one();  // its earliest deadline may have gone
   lock.unlock();
   for (timer_node* n : dropped) n->discard();
   lock.lock();
   // The ones left are due by the cutoff: they fire into a pool not yet closed.
-  if (thread_.joinable()) emptied_.wait(lock, [this] { return heap_.empty(); });
+  if (thread_.joinable()) emptied_.wait(lock, [this] { return heap_.empty() && firing_ == 0; });
   exit_ = true;
   lock.unlock();
   wake_.notify_one();

@@ -9,8 +9,12 @@
 //    under mu_. Whoever takes a node out (the thread when due, stop(), remove()) owns it.
 //  - The thread sleeps until the earliest deadline, or without a timeout when the heap is
 //    empty; it is notified only when a new node becomes the earliest, the earliest is removed,
-//    or stop() is called. So a pool with no timer pending makes no wake-ups at all, and one
-//    timer far ahead costs one wake-up, when it is due.
+//    the watch changes hands, or stop() is called. So a pool with no timer pending makes no
+//    wake-ups at all, and one timer far ahead costs the thread one wake-up, when it is due.
+//  - While a worker watches (README.md, "A worker watches the earliest deadline"), nodes due
+//    by watched_at_ are the watcher's and the thread waits k_backstop past the earliest of
+//    them; it serves a node due earlier itself. A node still in the heap k_backstop past its
+//    deadline takes the watch back to the thread.
 //  - After stop() nothing is queued: schedule() reports errc::shut_down.
 //
 // Contract with the core: a due node's fire() submits through core::submit_due, which
@@ -19,6 +23,7 @@
 // fire go into an open pool.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -35,6 +40,7 @@
 namespace spool::detail {
 
 class core;
+struct core_testing;
 
 class timers {
  public:
@@ -59,12 +65,42 @@ class timers {
   // waits at most until `cutoff`). Joins the thread. Returns how many nodes it discarded.
   std::size_t stop(std::chrono::steady_clock::time_point cutoff) noexcept;
 
+  // ---- A worker watches the earliest deadline (README.md, "A worker watches") ----
+  // Whether a timer may be pending: a hint read without the lock, for a worker about to park.
+  bool maybe_pending() const noexcept { return any_.load(std::memory_order_relaxed); }
+  enum class watch : unsigned char { none, watching, due };
+  // The last look of worker `seat`, listed as a sleeper: `due` if the earliest node is due
+  // (the caller withdraws and calls fire_watched), `watching` if it now holds the watch
+  // (*deadline: the earliest deadline, where it parks until), `none` if nothing is pending or
+  // another worker watches.
+  watch watch_from(std::uint32_t seat, std::chrono::steady_clock::time_point* deadline) noexcept;
+  // Takes every node due now out of the heap and fires it, on the calling worker (`seat`).
+  // If it held the watch it keeps it while it runs what it fired (the thread backs it up).
+  // The caller counts as a spinner while it fires, so the tasks wake nobody else.
+  void fire_watched(std::uint32_t seat) noexcept;
+  // Worker `seat` stops watching (it was woken for other work, or may no longer park with a
+  // deadline of its own); the thread takes over. Does nothing if it did not hold the watch.
+  void unwatch(std::uint32_t seat) noexcept;
+  // How long a due node waits for a watcher busy with a task before the thread takes the
+  // watch back and fires it.
+  static constexpr std::chrono::microseconds k_backstop{1000};
+
   std::size_t pending() const noexcept;
   // Whether the thread exists (it does from the first schedule() until stop()).
   bool thread_started() const noexcept;
 
  private:
+  friend struct core_testing;
   void run() noexcept;  // the thread
+  // How the thread waits, so that the watcher's moves notify it only when its wait must change.
+  enum class thread_wait : unsigned char { running, untimed, serving, backstop };
+  // Notifies the thread (a state change that alters its wait); it counts as running until it
+  // looks again, so one change notifies it once.
+  void notify_thread_locked() noexcept {
+    thread_wait_ = thread_wait::running;
+    wake_.notify_one();
+  }
+  void size_changed_locked() noexcept { any_.store(!heap_.empty(), std::memory_order_relaxed); }
   bool earlier(const timer_node* a, const timer_node* b) const noexcept {
     return a->deadline < b->deadline || (a->deadline == b->deadline && a->order < b->order);
   }
@@ -85,6 +121,16 @@ class timers {
   std::uint64_t next_order_ = 0;
   bool closed_ = false;  // stop() began: schedule() refuses
   bool exit_ = false;    // the thread leaves
+  // The watch: the worker that serves the deadline watched_at_ (the earliest when it parked)
+  // by parking until it, or k_no_watcher; watcher_parked_ says whether it is in that park
+  // or awake (running what it fired, or between a wake-up and unwatch()).
+  static constexpr std::uint32_t k_no_watcher = ~std::uint32_t{0};
+  std::uint32_t watcher_ = k_no_watcher;
+  bool watcher_parked_ = false;
+  timer_node::clock::time_point watched_at_{};
+  thread_wait thread_wait_ = thread_wait::running;
+  std::size_t firing_ = 0;        // fire_watched calls between taking nodes out and firing them
+  std::atomic<bool> any_{false};  // !heap_.empty(), stored under mu_
   std::thread thread_;
 };
 

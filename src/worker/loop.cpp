@@ -12,6 +12,8 @@
 //
 // Isolation (spool::isolate): the rules, and why an isolated wait adds no deadlock, are in
 // isolation.hpp; run_task enters the task's region and help_until asks in_region().
+#include <sys/prctl.h>
+
 #include <cstdio>
 
 #include "core.hpp"
@@ -46,6 +48,10 @@ void core::run_worker(worker& w) noexcept {
   tls_worker = &w;
   name_this_thread(cfg_.name + "-" + std::to_string(w.index));
   threads_.thread_began(w);  // pins the thread if config::affinity says so
+  // A worker may park until a timer's deadline (rest(): the timer watch): sleep to the
+  // deadline itself, as the timer thread does; the default 50 us of slack would be added to
+  // the timer's lateness.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   if (cfg_.on_worker_start)
     threads_.call_worker_hook(cfg_.on_worker_start, w.index, "on_worker_start");
   bool searching = false;
@@ -75,6 +81,7 @@ void core::run_worker(worker& w) noexcept {
     if (!w.met_served_slot && sleep_.idle_spin(w.short_gap, after_one)) continue;
     end = rest(w, searching);
   }
+  unwatch_timers(w);
   threads_.thread_ends(w, end == rest_end::retired);
   // No longer a worker: what the hook submits goes in as from outside (and is refused once
   // the pool shuts down, instead of landing in a deque nobody will look at again).
@@ -90,7 +97,15 @@ void core::found_work(worker& w) noexcept {
   sleep_.wake_for_surplus();
 }
 
+void core::unwatch_timers(worker& w) noexcept {
+  if (w.watches_timers) {
+    timers_.unwatch(w.index);
+    w.watches_timers = false;
+  }
+}
+
 void core::retreat(worker& w, bool& searching) noexcept {
+  unwatch_timers(w);  // it sleeps without the watched deadline
   // A crowded pool's extra worker leaves the queued work to the others and sleeps; work it
   // leaves is deferred work, which a timed sleeper watches (sleep_control::retreat).
   const auto end = sleep_.retreat(w, [&] {
@@ -107,6 +122,7 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
   // holding the timed role while the pool is crowded, period by period (sleep_timed).
   using nap_end = sleep_control::nap_end;
   if (threads_.over_max()) {
+    unwatch_timers(w);
     // resize() lowered max_threads below the live count: an idle worker retires at once. As
     // after keep_alive below, it is not among the sleepers, so it looks once more first (a
     // submission that counted on it as a spinner is seen here). It tells wait_idle() as every
@@ -119,11 +135,21 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     if (threads_.try_retire(w, scale_event::cause::resize)) return rest_end::retired;
   }
   const bool may_retire = threads_.may_retire();
-  std::chrono::steady_clock::time_point retire_at{};  // set by the last look, read by the park
-  const sleep_control::nap_plan plan{.want_timed = sleep_.wants_timed_role(may_retire),
-                                     .deadline = may_retire ? &retire_at : nullptr};
+  const bool want_timed = sleep_.wants_timed_role(may_retire);
+  // A worker that would sleep without a deadline watches the earliest timer instead: it
+  // parks until that deadline and fires what is due itself, so a timer wakes one thread, not
+  // the timer thread and then a worker (timers/README.md, "A worker watches the earliest
+  // deadline"). It is listed last, so that submissions wake the other sleepers first.
+  const bool may_watch = !may_retire && !want_timed && timers_.maybe_pending();
+  if (!may_watch) unwatch_timers(w);
+  // Set by the last look, read by the park: the retirement deadline or the watched one.
+  std::chrono::steady_clock::time_point park_until{};
+  const sleep_control::nap_plan plan{.want_timed = want_timed,
+                                     .wake_last = may_watch,
+                                     .deadline = may_retire || may_watch ? &park_until : nullptr};
   bool terminate = false;
   work_item* found = nullptr;
+  timers::watch watch = timers::watch::none;
   const nap_end end = sleep_.nap(w, plan, [&] {
     // Every worker passes here before it sleeps, so the last one to go idle tells wait_idle().
     idle_.notify();
@@ -131,15 +157,36 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     if (terminate || (found = queues_.find_task(w)) != nullptr) return true;
     // After the announcement, so a resize() that moves the deadline either is seen here or
     // finds this worker listed and wakes it.
-    if (may_retire) retire_at = threads_.retire_at(w);
+    if (may_retire) park_until = threads_.retire_at(w);
+    if (may_watch) {
+      // After the announcement too: a timer that becomes the earliest after this is served
+      // by the timer thread (it comes before the watched deadline).
+      watch = timers_.watch_from(w.index, &park_until);
+      // `due` may come to the watcher too (it keeps the watch while it fires).
+      w.watches_timers = watch != timers::watch::none;
+      if (watch == timers::watch::due) return true;
+      if (watch == timers::watch::none) park_until = std::chrono::steady_clock::time_point::max();
+    }
     return false;
   });
-  if (terminate) return rest_end::terminate;
+  if (terminate) {
+    unwatch_timers(w);
+    return rest_end::terminate;
+  }
   if (found != nullptr) {
     take(w, found);  // a spinner's count it held was given back; take() passes it on
     return rest_end::looked;
   }
+  if (watch == timers::watch::due ||
+      (watch == timers::watch::watching && end == nap_end::timed_out)) {
+    // It fires what is due and takes it next, counted as a spinner meanwhile, so that the
+    // timers' tasks wake nobody else. A watcher keeps the watch while it runs them.
+    sleep_.search_own(searching);
+    timers_.fire_watched(w.index);
+    return rest_end::looked;
+  }
   if (end != nap_end::timed_out) {
+    unwatch_timers(w);  // woken for other work: the timer thread serves the heap again
     searching = end == nap_end::searching;
     return rest_end::looked;
   }

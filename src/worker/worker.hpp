@@ -60,6 +60,9 @@ struct worker {
   // The last steal found no task but met a producer slot with tasks that another worker
   // serves (queues::take_from_slot): the search parks without its spin (worker/loop.cpp).
   bool met_served_slot = false;
+  // This worker holds or held the timer watch (timers::watch_from) and has not given it back
+  // (worker/loop.cpp): it unwatches before it sleeps any other way or stops.
+  bool watches_timers = false;
   std::uint32_t searches = 0;  // find_task calls, to look at low-priority aging now and then
   // worker/loop.cpp, for sleep_control::idle_spin: when this worker last went idle, whether
   // its last idle spell (from going idle to finding work) was short enough for a spin to
