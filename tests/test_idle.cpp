@@ -192,8 +192,10 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
   pool.submit([] {}).get();
   const auto& core = spool::detail::pool_access::of(pool);
   std::map<std::string, thread_info> before;
-  while (core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core) ||
-         !settled(core, "idlewatch", before, threads + 1)) {
+  while ((core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core) ||
+          !settled(core, "idlewatch", before, threads + 1)) &&
+         !fired.try_wait()) {
+    std::this_thread::yield();
   }
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an interval to observe
@@ -208,6 +210,7 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
   std::map<std::string, thread_info> after;
   while (core_testing::timer_watcher(core) >= 0 || core_testing::timer_thread_backs_up(core) ||
          !settled(core, "idlewatch", after, threads + 1)) {
+    std::this_thread::yield();
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (const auto& [tid, info] : workers_named("idlewatch")) {

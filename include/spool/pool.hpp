@@ -263,19 +263,21 @@ class pool {
   }
 
   // ---- Delayed and periodic tasks (src/timers/README.md) ----
-  // A timer waits in the pool's timer queue (one thread, "<name>-tmr", started by the first
-  // timer) until its deadline, then its task is submitted at priority p like an outside
-  // submission, except that it never waits for room: a due timer enters a full bounded
-  // queue past its bound. Once the pool is closed, a due timer is refused: post_after's and
-  // post_every's callables then report spool::error(errc::shut_down) to config::on_exception
-  // (called on the timer thread), submit_after's future reports it. Shutdown: drain waits for every
-  // pending one-shot timer to come due and run, and stops periodic ones; discard drops every
-  // pending timer (its future reports task_cancelled). wait_idle() does not wait for timers that
-  // are not yet due. A pending timer is not counted in stats until it is due. Throws spool::error
-  // (errc::shut_down once shutdown has begun, errc::system if the timer thread cannot start,
-  // errc::invalid_argument for a period <= 0).
+  // A timer waits in the pool's timer queue (served by one thread, "<name>-tmr", started by the
+  // first timer, and by an idle worker that parks until the earliest deadline) until its
+  // deadline, then its task is submitted at priority p like an outside submission, except that
+  // it never waits for room: a due timer enters a full bounded queue past its bound. Once the
+  // pool is closed, a due timer is refused: post_after's and post_every's callables then report
+  // spool::error(errc::shut_down) to config::on_exception (called on the thread that fired the
+  // timer: the timer thread or a worker), submit_after's future reports it. Shutdown: drain
+  // runs the pending one-shot timers due within config::drain_timers_within and drops the rest
+  // and the periodic ones; discard drops every pending timer (a dropped timer's future reports
+  // task_cancelled). wait_idle() does not wait for timers that are not yet due. A pending
+  // timer is not counted in stats until it is due. Throws spool::error (errc::shut_down once
+  // shutdown has begun, errc::system if the timer thread cannot start, errc::invalid_argument
+  // for a period <= 0).
 
-  // Runs f() once, `delay` from now (a delay <= 0: as soon as the timer thread sees it).
+  // Runs f() once, `delay` from now (a delay <= 0: as soon as the timer queue serves it).
   template <class F>
   [[nodiscard]] timer post_after(std::chrono::nanoseconds delay, F&& f) {
     return post_after(priority::normal, delay, std::forward<F>(f));
