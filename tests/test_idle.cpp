@@ -218,6 +218,41 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
   }
 }
 
+// A pool whose one worker watches a timer far ahead: each task posted from outside wakes that
+// worker, which keeps the watch while it runs the task and parks with it again; the timer
+// thread, waiting as its backstop past the timer's deadline, is never woken.
+TEST(Idle, SubmissionsToAWatcherWakeNoTimerThread) {
+  spool::config cfg;
+  cfg.threads = 1;
+  cfg.name = "idlewoke";
+  cfg.spin_rounds = 0;
+  cfg.defer_period = std::chrono::microseconds(0);
+  spool::pool pool{cfg};
+  spool::timer t = pool.post_after(std::chrono::hours(1), [] {});
+  pool.submit([] {}).get();
+  const auto& core = spool::detail::pool_access::of(pool);
+  std::map<std::string, thread_info> before;
+  while (core_testing::timer_watcher(core) != 0 || !core_testing::timer_thread_backs_up(core) ||
+         !settled(core, "idlewoke", before, 2)) {
+    std::this_thread::yield();
+  }
+  std::string timer_tid;
+  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
+    if (read_file(entry.path() / "comm") == "idlewoke-tmr\n") timer_tid = entry.path().filename();
+  }
+  ASSERT_FALSE(timer_tid.empty());
+  for (int i = 0; i < 200; ++i) {
+    std::latch ran{1};
+    pool.post([&] { ran.count_down(); });
+    ran.wait();
+  }
+  auto after = workers_named("idlewoke");
+  EXPECT_EQ(after[timer_tid].voluntary, before[timer_tid].voluntary)
+      << "the timer thread woke for a submission";
+  EXPECT_EQ(core_testing::timer_watcher(core), 0);
+  EXPECT_TRUE(t.cancel());
+}
+
 // An elastic pool at rest: its min_threads workers and its monitor all sleep, and none of them
 // wakes (workers at min_threads have no keep_alive timer; the monitor has no tick while idle).
 TEST(Idle, ElasticPoolAndItsMonitorStayAsleep) {

@@ -66,11 +66,13 @@ bool timers::remove_locked(timer_node& n) noexcept {
   if (n.heap_slot == timer_node::k_not_queued) return false;
   const bool was_first = n.heap_slot == 0;
   take_locked(n.heap_slot);
-  // The thread would wake at the removed deadline for nothing: let it sleep to the next one
-  // (or for good), so that a pool whose timers were all cancelled makes no wake-ups. A thread
-  // without a timeout (a parked watcher serves the earliest) has nothing to change; the
-  // watcher wakes at the removed deadline once and parks again until the next.
-  if (was_first && thread_wait_ != thread_wait::untimed) notify_thread_locked();
+  // A thread serving the heap would wake at the removed deadline for nothing: let it sleep to
+  // the next one (or for good), so that a pool whose timers were all cancelled makes no
+  // wake-ups. A thread that backs a watcher up wakes past the removed deadline at most once,
+  // and then waits for the next: not waking it now spares a wake-up per removal when timers
+  // are cancelled one after another (a timeout per request). The watcher likewise wakes at
+  // the removed deadline once and parks again until the next.
+  if (was_first && thread_wait_ == thread_wait::serving) notify_thread_locked();
   return true;
 }
 
@@ -202,6 +204,12 @@ void timers::fire_watched(std::uint32_t seat) noexcept {
     lock.lock();
     if (--firing_ == 0 && heap_.empty()) emptied_.notify_all();
   }
+}
+
+void timers::watcher_woke(std::uint32_t seat) noexcept {
+  std::lock_guard lock(mu_);
+  // The thread already waits as the backstop of the earliest node: nothing to tell it.
+  if (watcher_ == seat) watcher_parked_ = false;
 }
 
 void timers::unwatch(std::uint32_t seat) noexcept {

@@ -8,9 +8,10 @@
 //  - A node is in the heap exactly when its heap_slot is not k_not_queued; both change only
 //    under mu_. Whoever takes a node out (the thread when due, stop(), remove()) owns it.
 //  - The thread sleeps until the earliest deadline, or without a timeout when the heap is
-//    empty; it is notified only when a new node becomes the earliest, the earliest is removed,
-//    the watch changes hands, or stop() is called. So a pool with no timer pending makes no
-//    wake-ups at all, and one timer far ahead costs the thread one wake-up, when it is due.
+//    empty; it is notified only when a new node becomes the earliest, the earliest is removed
+//    while the thread serves it, the watch changes hands, or stop() is called. So a pool with no
+//    timer pending makes no wake-ups at all, and one timer far ahead costs the thread one wake-up,
+//    when it is due.
 //  - While a worker watches (README.md, "A worker watches the earliest deadline"), nodes due
 //    by watched_at_ are the watcher's and the thread waits k_backstop past the earliest of
 //    them; it serves a node due earlier itself. A node still in the heap k_backstop past its
@@ -78,8 +79,11 @@ class timers {
   // If it held the watch it keeps it while it runs what it fired (the thread backs it up).
   // The caller counts as a spinner while it fires, so the tasks wake nobody else.
   void fire_watched(std::uint32_t seat) noexcept;
-  // Worker `seat` stops watching (it was woken for other work, or may no longer park with a
-  // deadline of its own); the thread takes over. Does nothing if it did not hold the watch.
+  // Worker `seat`, the watcher, was woken before its deadline (for other work): it keeps the
+  // watch, awake, and the thread backs it up. Does nothing if it no longer holds the watch.
+  void watcher_woke(std::uint32_t seat) noexcept;
+  // Worker `seat` stops watching (it may no longer park with a deadline of its own, or it
+  // stops); the thread takes over. Does nothing if it did not hold the watch.
   void unwatch(std::uint32_t seat) noexcept;
   // How long a due node waits for a watcher busy with a task before the thread takes the
   // watch back and fires it.

@@ -186,7 +186,11 @@ core::rest_end core::rest(worker& w, bool& searching) noexcept {
     return rest_end::looked;
   }
   if (end != nap_end::timed_out) {
-    unwatch_timers(w);  // woken for other work: the timer thread serves the heap again
+    // Woken for other work, a watcher keeps the watch, awake: it serves the due nodes when
+    // it parks again, and the thread's backstop covers a long stay. Handing the watch back
+    // would wake the thread now and again when the watch is taken anew: twice per
+    // submission in a pool whose one worker watches.
+    if (w.watches_timers) timers_.watcher_woke(w.index);
     searching = end == nap_end::searching;
     return rest_end::looked;
   }
