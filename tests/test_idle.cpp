@@ -80,6 +80,44 @@ bool settled(const spool::detail::core& core, const std::string& name,
   return ok;
 }
 
+// A pool whose workers go straight to sleep (spin_rounds = 0) and defer no wake-up
+// (defer_period = 0), so that each wake-up is one voluntary context switch (going back to
+// sleep).
+spool::config quiet_config(const char* name, unsigned threads) {
+  spool::config cfg;
+  cfg.threads = threads;
+  cfg.name = name;
+  cfg.spin_rounds = 0;
+  cfg.defer_period = std::chrono::microseconds(0);
+  return cfg;
+}
+
+// The id (/proc/self/task/<tid>) of the thread whose name is `comm`, or "" if none.
+std::string thread_named(const std::string& comm) {
+  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
+    if (read_file(entry.path() / "comm") == comm + "\n") return entry.path().filename();
+  }
+  return {};
+}
+
+// Sleeps `interval`, a window in which a wake-up would show, then reads the threads named
+// `name` again.
+std::map<std::string, thread_info> after_interval(const std::string& name,
+                                                  std::chrono::milliseconds interval) {
+  std::this_thread::sleep_for(interval);
+  return workers_named(name);
+}
+
+// Expects that no thread in `now` made a context switch since `then` was read.
+void expect_no_switches(const std::map<std::string, thread_info>& then,
+                        const std::map<std::string, thread_info>& now, const char* what) {
+  for (const auto& [tid, info] : now) {
+    const auto was = then.find(tid);
+    EXPECT_TRUE(was != then.end() && info.switches == was->second.switches)
+        << "thread " << tid << " woke " << what;
+  }
+}
+
 TEST(Idle, SleepingWorkersStayAsleep) {
   constexpr unsigned threads = 4;
   spool::pool pool{spool::config{.threads = threads, .name = "idletest"}};
@@ -114,17 +152,10 @@ TEST(Idle, SleepingWorkersStayAsleep) {
 }
 
 // A timer far ahead: nothing wakes until it is due; then the timer thread wakes once and one
-// worker once (to run it), and after that, with no timer pending, nothing wakes again. The
-// workers go straight to sleep (spin_rounds = 0) and no wake-up is deferred (defer_period =
-// 0), so each wake-up is one voluntary context switch (going back to sleep).
+// worker once (to run it), and after that, with no timer pending, nothing wakes again.
 TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
   constexpr unsigned threads = 2;
-  spool::config cfg;
-  cfg.threads = threads;
-  cfg.name = "idletmr";
-  cfg.spin_rounds = 0;
-  cfg.defer_period = std::chrono::microseconds(0);
-  spool::pool pool{cfg};
+  spool::pool pool{quiet_config("idletmr", threads)};
   // Start the timer thread and run the workers once.
   pool.submit_after(std::chrono::milliseconds(1), [] {}).get();
   pool.wait_idle();
@@ -136,23 +167,17 @@ TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
   while (!settled(core, "idletmr", before, threads + 1)) {
   }
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an interval to observe
-  auto mid = workers_named("idletmr");
+  const auto mid = after_interval("idletmr", std::chrono::milliseconds(500));
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
-  for (const auto& [tid, info] : mid) {
-    EXPECT_EQ(info.switches, before[tid].switches) << "thread " << tid << " woke before the timer";
-  }
+  expect_no_switches(before, mid, "before the timer");
 
   fired.wait();
   std::map<std::string, thread_info> after;
   while (!settled(core, "idletmr", after, threads + 1)) {
   }
-  std::string timer_tid;
-  long worker_wakeups = 0;
-  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
-    if (read_file(entry.path() / "comm") == "idletmr-tmr\n") timer_tid = entry.path().filename();
-  }
+  const std::string timer_tid = thread_named("idletmr-tmr");
   ASSERT_FALSE(timer_tid.empty());
+  long worker_wakeups = 0;
   for (const auto& [tid, info] : after) {
     // A wake-up is a sleep ended: counted by the voluntary switch of going back to sleep
     // (a preemption while it runs, on a busy machine, is not a wake-up).
@@ -166,10 +191,8 @@ TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
   EXPECT_EQ(worker_wakeups, 1) << "one worker wakes to run the timer's task";
 
   // Nothing pending now: another interval with no wake-up at all.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (const auto& [tid, info] : workers_named("idletmr")) {
-    EXPECT_EQ(info.switches, after[tid].switches) << "thread " << tid << " woke with no timer";
-  }
+  expect_no_switches(after, after_interval("idletmr", std::chrono::milliseconds(300)),
+                     "with no timer");
 }
 
 // A timer far ahead that an idle worker watches (timers/README.md, "A worker watches the
@@ -177,12 +200,7 @@ TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
 // up, past it; nothing wakes before the timer is due, and nothing after it has run.
 TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
   constexpr unsigned threads = 2;
-  spool::config cfg;
-  cfg.threads = threads;
-  cfg.name = "idlewatch";
-  cfg.spin_rounds = 0;
-  cfg.defer_period = std::chrono::microseconds(0);
-  spool::pool pool{cfg};
+  spool::pool pool{quiet_config("idlewatch", threads)};
   pool.submit_after(std::chrono::milliseconds(1), [] {}).get();  // starts the timer thread
   pool.wait_idle();
 
@@ -198,12 +216,9 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
     std::this_thread::yield();
   }
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // an interval to observe
-  auto mid = workers_named("idlewatch");
+  const auto mid = after_interval("idlewatch", std::chrono::milliseconds(500));
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
-  for (const auto& [tid, info] : mid) {
-    EXPECT_EQ(info.switches, before[tid].switches) << "thread " << tid << " woke before the timer";
-  }
+  expect_no_switches(before, mid, "before the timer");
 
   fired.wait();
   // The watch ends with nothing pending, and the thread sleeps without a timeout again.
@@ -212,22 +227,15 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
          !settled(core, "idlewatch", after, threads + 1)) {
     std::this_thread::yield();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (const auto& [tid, info] : workers_named("idlewatch")) {
-    EXPECT_EQ(info.switches, after[tid].switches) << "thread " << tid << " woke with no timer";
-  }
+  expect_no_switches(after, after_interval("idlewatch", std::chrono::milliseconds(300)),
+                     "with no timer");
 }
 
 // A pool whose one worker watches a timer far ahead: each task posted from outside wakes that
 // worker, which keeps the watch while it runs the task and parks with it again; the timer
 // thread, waiting as its backstop past the timer's deadline, is never woken.
 TEST(Idle, SubmissionsToAWatcherWakeNoTimerThread) {
-  spool::config cfg;
-  cfg.threads = 1;
-  cfg.name = "idlewoke";
-  cfg.spin_rounds = 0;
-  cfg.defer_period = std::chrono::microseconds(0);
-  spool::pool pool{cfg};
+  spool::pool pool{quiet_config("idlewoke", 1)};
   spool::timer t = pool.post_after(std::chrono::hours(1), [] {});
   pool.submit([] {}).get();
   const auto& core = spool::detail::pool_access::of(pool);
@@ -236,10 +244,7 @@ TEST(Idle, SubmissionsToAWatcherWakeNoTimerThread) {
          !settled(core, "idlewoke", before, 2)) {
     std::this_thread::yield();
   }
-  std::string timer_tid;
-  for (const auto& entry : fs::directory_iterator("/proc/self/task")) {
-    if (read_file(entry.path() / "comm") == "idlewoke-tmr\n") timer_tid = entry.path().filename();
-  }
+  const std::string timer_tid = thread_named("idlewoke-tmr");
   ASSERT_FALSE(timer_tid.empty());
   for (int i = 0; i < 200; ++i) {
     std::latch ran{1};
