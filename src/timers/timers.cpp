@@ -142,8 +142,7 @@ void timers::run() noexcept {
         wake_.wait_until(lock, deadline);
         continue;
       }
-      watcher_ = k_no_watcher;
-      watcher_parked_ = false;
+      drop_watch_locked();
     }
     if (timer_node::clock::now() < deadline) {
       thread_wait_ = thread_wait::serving;
@@ -163,10 +162,7 @@ timers::watch timers::watch_from(std::uint32_t seat,
   std::lock_guard lock(mu_);
   if (heap_.empty() || closed_) {
     // Nothing to watch (or a shutdown serves the rest on the thread): an old watch ends.
-    if (watcher_ == seat) {
-      watcher_ = k_no_watcher;
-      watcher_parked_ = false;
-    }
+    if (watcher_ == seat) drop_watch_locked();
     return watch::none;
   }
   const auto earliest = heap_.front()->deadline;
@@ -215,8 +211,7 @@ void timers::watcher_woke(std::uint32_t seat) noexcept {
 void timers::unwatch(std::uint32_t seat) noexcept {
   std::lock_guard lock(mu_);
   if (watcher_ != seat) return;
-  watcher_ = k_no_watcher;
-  watcher_parked_ = false;
+  drop_watch_locked();
   if (!heap_.empty() && thread_wait_ != thread_wait::serving) notify_thread_locked();
 }
 
@@ -224,8 +219,7 @@ std::size_t timers::stop(std::chrono::steady_clock::time_point cutoff) noexcept 
   std::vector<timer_node*> dropped;
   std::unique_lock lock(mu_);
   closed_ = true;
-  watcher_ = k_no_watcher;  // the thread fires what a drain keeps
-  watcher_parked_ = false;
+  drop_watch_locked();  // the thread fires what a drain keeps
   bool room = true;
   try {
     dropped.reserve(heap_.size());

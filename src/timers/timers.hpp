@@ -6,7 +6,8 @@
 //
 // Invariants:
 //  - A node is in the heap exactly when its heap_slot is not k_not_queued; both change only
-//    under mu_. Whoever takes a node out (the thread when due, stop(), remove()) owns it.
+//    under mu_. Whoever takes a node out (the thread or a worker when due, stop(), remove())
+//    owns it.
 //  - The thread sleeps until the earliest deadline, or without a timeout when the heap is
 //    empty; it is notified only when a new node becomes the earliest, the earliest is removed
 //    while the thread serves it, the watch changes hands, or stop() is called. So a pool with no
@@ -105,6 +106,10 @@ class timers {
     wake_.notify_one();
   }
   void size_changed_locked() noexcept { any_.store(!heap_.empty(), std::memory_order_relaxed); }
+  void drop_watch_locked() noexcept {
+    watcher_ = k_no_watcher;
+    watcher_parked_ = false;
+  }
   bool earlier(const timer_node* a, const timer_node* b) const noexcept {
     return a->deadline < b->deadline || (a->deadline == b->deadline && a->order < b->order);
   }
@@ -127,7 +132,7 @@ class timers {
   bool exit_ = false;    // the thread leaves
   // The watch: the worker that serves the deadline watched_at_ (the earliest when it parked)
   // by parking until it, or k_no_watcher; watcher_parked_ says whether it is in that park
-  // or awake (running what it fired, or between a wake-up and unwatch()).
+  // or awake (running what it fired or work it was woken for, until it parks again).
   static constexpr std::uint32_t k_no_watcher = ~std::uint32_t{0};
   std::uint32_t watcher_ = k_no_watcher;
   bool watcher_parked_ = false;
