@@ -7,7 +7,9 @@
 # built Release (RelWithDebInfo, tests off) with only TARGETS (default: spool-bench and
 # spool-post-burst); a tree already built at that commit is reused, and a REV written
 # dir:PATH names a build directory to use as it is (e.g. dir:build/release, the working
-# tree's own build, uncommitted changes included). COMMAND is a path inside
+# tree's own build, uncommitted changes included), and a REV written REV+PATCH is REV with the
+# patch file PATCH (a path in the working tree, e.g. a prototype kept under bench/) applied to
+# its worktree before the build. COMMAND is a path inside
 # the build directory (e.g. bench/micro/spool-post-burst) or a program on PATH that finds the
 # tree in $AB_BUILD; it then runs RUNS times (default 5) for each revision, A B A B ..., so
 # that the machine's drift hits both alike. Every output line goes to stdout prefixed with
@@ -41,11 +43,16 @@ build_tree() {  # build_tree REV -> prints the build directory
     realpath "${1#dir:}"
     return
   fi
-  sha=$(git -C "$root" rev-parse --short=12 "$1^{commit}")
-  src="$dir/src-$sha"
-  build="$dir/build-$sha"
+  local rev=${1%%+*} patch="" name
+  [[ $1 == *+* ]] && patch=$(realpath "${1#*+}")
+  sha=$(git -C "$root" rev-parse --short=12 "$rev^{commit}")
+  name=$sha
+  [[ -n $patch ]] && name="$sha+$(basename "$patch" .patch)"
+  src="$dir/src-$name"
+  build="$dir/build-$name"
   if [[ ! -d $src ]]; then
     git -C "$root" worktree add --detach "$src" "$sha" >&2
+    [[ -n $patch ]] && git -C "$src" apply "$patch" >&2
   fi
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOOL_SANITIZE= \
     -DSPOOL_BUILD_TESTS=OFF -DSPOOL_WERROR=OFF >/dev/null
