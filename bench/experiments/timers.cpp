@@ -20,6 +20,7 @@
 #include "peers/cv_timer_queue.hpp"
 #include "peers/spool_peer.hpp"
 #include "process_stats.hpp"
+#include "workload/spin.hpp"
 
 namespace bench {
 
@@ -61,17 +62,19 @@ double percentile(const std::vector<double>& sorted, double q) {
 }
 
 // Schedules every timer with schedule(i, deadline, callable), waits until all have run, and
-// summarises: p99 lateness as the value, p50, max, and the process's CPU over the run.
+// summarises: p99 lateness as the value, p50, max, and the process's CPU over the run. Each
+// callable spins for `busy` after it records its lateness (0: returns at once).
 template <class Schedule>
 sample measure(const char* who, std::uint64_t count, std::chrono::nanoseconds spread,
-               Schedule schedule) {
+               std::chrono::nanoseconds busy, Schedule schedule) {
   plan p = make_plan(count, spread, std::chrono::milliseconds(100));
   std::latch done(static_cast<std::ptrdiff_t>(count));
   const process_usage before = usage_now();
   const auto start = clock_type::now();
   for (std::uint32_t i : p.order) {
-    schedule(p.deadline[i], [&p, &done, i] {
+    schedule(p.deadline[i], [&p, &done, i, busy] {
       p.late_ns[i] = (clock_type::now() - p.deadline[i]).count();
+      if (busy.count() > 0) spin_for(busy);
       done.count_down();
     });
   }
@@ -97,12 +100,21 @@ void run(const options& o, results& out) {
   const double spread_s = o.duration_s ? *o.duration_s : o.by_size(10.0, 2.0, 0.2);
   check(count >= 1, "timers: --tasks must be at least 1");
   check(spread_s > 0, "timers: --duration must be positive");
+  const double busy_ms = o.long_ms ? *o.long_ms : 0.0;
+  check(busy_ms >= 0, "timers: --long-ms must not be negative");
   const auto spread =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(spread_s));
+  const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(busy_ms / 1e3));
   const metric m{"lateness p99", "us", false};
   char variant[64];
-  std::snprintf(variant, sizeof variant, "%s timers over %gs", count_label(count).c_str(),
-                spread_s);
+  if (busy_ms > 0) {
+    std::snprintf(variant, sizeof variant, "%s timers over %gs, each %gms",
+                  count_label(count).c_str(), spread_s, busy_ms);
+  } else {
+    std::snprintf(variant, sizeof variant, "%s timers over %gs", count_label(count).c_str(),
+                  spread_s);
+  }
   for (unsigned threads : o.threads) {
     std::vector<contender> cs;
     if (o.wants_peer("spool")) {
@@ -119,7 +131,7 @@ void run(const options& o, results& out) {
                         cfg.spin_rounds = poll ? spool_peer::spin_rounds : 0;
                         cfg.defer_period = spool_peer::defer_period;
                         spool::pool pool{cfg};
-                        return measure("spool", count, spread, [&](auto deadline, auto f) {
+                        return measure("spool", count, spread, busy, [&](auto deadline, auto f) {
                           (void)pool.post_at(deadline, std::move(f));
                         });
                       }});
@@ -129,7 +141,7 @@ void run(const options& o, results& out) {
       cs.push_back({variant, "cv_timer_queue", {}, [=] {
                       settle();
                       cv_timer_queue queue;
-                      return measure("cv_timer_queue", count, spread,
+                      return measure("cv_timer_queue", count, spread, busy,
                                      [&](auto deadline, auto f) { queue.post_at(deadline, f); });
                     }});
     }
@@ -139,7 +151,7 @@ void run(const options& o, results& out) {
                       boost::asio::thread_pool pool(threads);
                       std::vector<std::optional<boost::asio::steady_timer>> timers(count);
                       std::size_t next = 0;
-                      sample s = measure("asio", count, spread, [&](auto deadline, auto f) {
+                      sample s = measure("asio", count, spread, busy, [&](auto deadline, auto f) {
                         auto& t = timers[next++].emplace(pool, deadline);
                         t.async_wait([f](const boost::system::error_code&) { f(); });
                       });
@@ -168,12 +180,16 @@ const experiment& timers_experiment() {
       "whatever --peers names); asio, a steady_timer per\n"
       "task with async_wait on a boost::asio::thread_pool of --threads threads. Metric:\n"
       "lateness p99 in us, with p50, max, and the process's CPU seconds (and cores) over the\n"
-      "run from the first schedule to the last start.\n"
+      "run from the first schedule to the last start. With --long-ms each task then spins\n"
+      "that long: timers come due while others' tasks still run (cv_timer_queue runs its\n"
+      "tasks one after another on its thread, so each waits for those before it).\n"
       "\n"
       "options:\n"
       "  --tasks N      timers per measurement (default 100000; --quick 20000; --tiny 200)\n"
-      "  --duration S   the interval the deadlines spread over (default 10; --quick 2; --tiny 0.2)",
-      {"--tasks", "--duration"},
+      "  --duration S   the interval the deadlines spread over (default 10; --quick 2; --tiny "
+      "0.2)\n"
+      "  --long-ms MS   each task spins MS after it records its lateness (default 0)",
+      {"--tasks", "--duration", "--long-ms"},
       run};
   return e;
 }
