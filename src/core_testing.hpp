@@ -1,8 +1,9 @@
-// core_testing.hpp: what tests may look at inside a pool, and the one knob they may turn.
+// core_testing.hpp: what tests may look at inside a pool, and the knobs they may turn.
 // The pool itself never reads these; only tests include this header.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "core.hpp"
@@ -49,6 +50,12 @@ struct core_testing {
   static bool timer_thread_backs_up(const core& c) noexcept {
     std::lock_guard lock(c.timers_.mu_);
     return c.timers_.thread_wait_ == timers::thread_wait::backstop;
+  }
+  // A knob: no worker takes the timer watch before `until`, as after a takeover by the
+  // thread (timers.hpp, k_pause_min). A time already past ends a pause.
+  static void pause_timer_watch(core& c, std::chrono::steady_clock::time_point until) noexcept {
+    std::lock_guard lock(c.timers_.mu_);
+    c.timers_.watch_resumes_ = until;
   }
   // Whether the monitor has found the pool idle and sleeps (or is about to) without a timeout.
   static bool monitor_sleeping(const core& c) noexcept {

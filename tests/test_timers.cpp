@@ -343,11 +343,13 @@ TEST(TimerWatch, AnIdleWorkerWatchesThePendingTimer) {
 
 // A timer due while the watcher runs a long task still runs on another worker: the thread's
 // backstop takes the watch back. Here the first timer's task waits for the second timer's.
+// A pool each time: the thread's takeover pauses the watch (the next test), and each
+// iteration should find it watched.
 TEST(TimerWatch, ALongTaskOnTheWatcherDoesNotHoldBackTheNextTimer) {
   spool::config cfg = pool_config(2);
   cfg.spin_rounds = 0;
-  spool::pool pool{cfg};
   for (int i = 0; i < stress_iterations(20); ++i) {
+    spool::pool pool{cfg};
     std::promise<void> second_ran;
     auto second = second_ran.get_future();
     bool first_saw_second = false;
@@ -360,6 +362,53 @@ TEST(TimerWatch, ALongTaskOnTheWatcherDoesNotHoldBackTheNextTimer) {
     f.get();
     EXPECT_TRUE(first_saw_second) << "iteration " << i;
   }
+}
+
+// While the watch is paused (after a takeover by the thread), a worker that parks with a
+// timer pending does not watch it: the thread serves the deadline. Once the pause ends, the
+// next worker to park watches again.
+TEST(TimerWatch, APausedWatchLeavesTheDeadlineToTheThread) {
+  spool::config cfg = pool_config(2);
+  cfg.spin_rounds = 0;
+  spool::pool pool{cfg};
+  auto& core = spool::detail::pool_access::of(pool);
+  core_testing::pause_timer_watch(core, clock_type::now() + 1h);
+  spool::timer far = pool.post_after(1h, [] {});
+  pool.submit([] {}).get();  // a worker runs this and then parks with the timer pending
+  // Both workers parked, each after its last look, with the thread serving the deadline.
+  while (core_testing::sleepers(core) < 2) std::this_thread::yield();
+  EXPECT_EQ(core_testing::timer_watcher(core), -1);
+  EXPECT_FALSE(core_testing::timer_thread_backs_up(core));
+
+  core_testing::pause_timer_watch(core, clock_type::now());  // the pause ends
+  pool.submit([] {}).get();  // and the worker that ran this parks again, watching
+  const auto guard = clock_type::now() + 30s;
+  while (core_testing::timer_watcher(core) < 0 && clock_type::now() < guard) {
+    std::this_thread::yield();
+  }
+  EXPECT_GE(core_testing::timer_watcher(core), 0);
+  EXPECT_TRUE(far.cancel());
+}
+
+// The pause a takeover starts: k_pause_min at first, doubled by a takeover that follows the
+// last pause's end within k_pause_reset, up to k_pause_max, and k_pause_min again after a
+// quiet k_pause_reset.
+TEST(TimerWatch, TakeoversCloseTogetherLengthenThePause) {
+  using spool::detail::timers;
+  const auto t0 = clock_type::now();
+  auto pause = timers::next_pause({}, clock_type::time_point{}, t0);
+  EXPECT_EQ(pause, timers::k_pause_min);
+  auto now = t0;
+  for (int i = 0; i < 20; ++i) {
+    const auto end = now + pause;
+    now = end + 1ms;  // a takeover soon after the pause ended
+    const auto next = timers::next_pause(pause, end, now);
+    EXPECT_EQ(next, std::min<clock_type::duration>(2 * pause, timers::k_pause_max)) << i;
+    pause = next;
+  }
+  EXPECT_EQ(pause, timers::k_pause_max);
+  EXPECT_EQ(timers::next_pause(pause, now + pause, now + pause + timers::k_pause_reset),
+            timers::k_pause_min);
 }
 
 // Timers with deadlines spread over a few milliseconds, cancelled from another thread while

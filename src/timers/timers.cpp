@@ -4,7 +4,6 @@
 
 #include <sys/prctl.h>
 
-#include <algorithm>
 #include <chrono>
 #include <system_error>
 
@@ -137,11 +136,16 @@ void timers::run() noexcept {
       // k_backstop late: a watcher kept by a long task, or not scheduled, loses the watch.
       const auto latest = timer_node::clock::time_point::max() - k_backstop;
       deadline = deadline < latest ? deadline + k_backstop : timer_node::clock::time_point::max();
-      if (timer_node::clock::now() < deadline) {
+      const auto now = timer_node::clock::now();
+      if (now < deadline) {
         thread_wait_ = thread_wait::backstop;
         wake_.wait_until(lock, deadline);
         continue;
       }
+      // The watcher is late: the thread serves every deadline for a pause, longer each time
+      // a takeover follows the last pause closely (timers.hpp, k_pause_min).
+      watch_pause_ = next_pause(watch_pause_, watch_resumes_, now);
+      watch_resumes_ = now + watch_pause_;
       drop_watch_locked();
     }
     if (timer_node::clock::now() < deadline) {
@@ -166,9 +170,11 @@ timers::watch timers::watch_from(std::uint32_t seat,
     return watch::none;
   }
   const auto earliest = heap_.front()->deadline;
-  if (timer_node::clock::now() >= earliest) return watch::due;
+  const auto now = timer_node::clock::now();
+  if (now >= earliest) return watch::due;
   if (watcher_ != seat) {
-    if (watcher_ != k_no_watcher) return watch::none;
+    // Another worker watches, or the thread took the watch back and pauses it.
+    if (watcher_ != k_no_watcher || now < watch_resumes_) return watch::none;
     watcher_ = seat;
     // A thread asleep until the same deadline would wake beside the watcher: it backs the
     // watcher up instead.

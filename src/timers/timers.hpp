@@ -16,7 +16,8 @@
 //  - While a worker watches (README.md, "A worker watches the earliest deadline"), nodes due
 //    by watched_at_ are the watcher's and the thread waits k_backstop past the earliest of
 //    them; it serves a node due earlier itself. A node still in the heap k_backstop past its
-//    deadline takes the watch back to the thread.
+//    deadline takes the watch back to the thread, and no worker watches until
+//    watch_resumes_ (a pause; k_pause_min).
 //  - After stop() nothing is queued: schedule() reports errc::shut_down.
 //
 // Contract with the core: a due node's fire() submits through core::submit_due, which
@@ -25,6 +26,7 @@
 // fire go into an open pool.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -89,6 +91,21 @@ class timers {
   // How long a due node waits for a watcher busy with a task before the thread takes the
   // watch back and fires it.
   static constexpr std::chrono::microseconds k_backstop{1000};
+  // After such a takeover no worker watches for a while: the thread serves every deadline, so
+  // tasks that outlast the gaps between deadlines (each would keep its watcher past the next
+  // one) do not make every other timer k_backstop late. The first pause is k_pause_min; a
+  // takeover within k_pause_reset of the last pause's end doubles it, up to k_pause_max.
+  static constexpr std::chrono::milliseconds k_pause_min{10};
+  static constexpr std::chrono::milliseconds k_pause_max{2000};
+  static constexpr std::chrono::milliseconds k_pause_reset{1000};
+  // The pause that a takeover at `now` starts, after a pause of `last` that ended (or ends) at
+  // `last_end`.
+  static std::chrono::steady_clock::duration next_pause(
+      std::chrono::steady_clock::duration last, std::chrono::steady_clock::time_point last_end,
+      std::chrono::steady_clock::time_point now) noexcept {
+    if (now - last_end >= k_pause_reset) return k_pause_min;
+    return std::min<std::chrono::steady_clock::duration>(2 * last, k_pause_max);
+  }
 
   std::size_t pending() const noexcept;
   // Whether the thread exists (it does from the first schedule() until stop()).
@@ -137,6 +154,10 @@ class timers {
   std::uint32_t watcher_ = k_no_watcher;
   bool watcher_parked_ = false;
   timer_node::clock::time_point watched_at_{};
+  // No worker takes the watch before watch_resumes_ (set by a takeover, with the pause's
+  // length in watch_pause_).
+  timer_node::clock::time_point watch_resumes_{};
+  timer_node::clock::duration watch_pause_{};
   thread_wait thread_wait_ = thread_wait::running;
   std::size_t firing_ = 0;        // fire_watched calls between taking nodes out and firing them
   std::atomic<bool> any_{false};  // !heap_.empty(), stored under mu_
