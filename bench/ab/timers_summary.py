@@ -20,6 +20,12 @@ def fmt(xs):
     return f"{statistics.median(xs):.4g} ({xs[0]:.4g}-{xs[-1]:.4g})"
 
 
+def number(text):
+    """spool-bench's figures: plain, or with a k or M suffix (1.98M)."""
+    scale = {"k": 1e3, "M": 1e6}.get(text[-1:], 1)
+    return float(text[:-1] if scale != 1 else text) * scale
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -39,9 +45,9 @@ def main():
             continue
         peer = fields[2]
         rows[(rev, run, peer)] = {
-            "p99": float(fields[4]),
-            "p50": float(extras["p50_us"]),
-            "cores": float(extras["cpu_cores"]),
+            "p99": number(fields[4]),
+            "p50": number(extras["p50_us"]),
+            "cores": number(extras["cpu_cores"]),
         }
         if rev not in revs:
             revs.append(rev)
