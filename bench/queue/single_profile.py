@@ -143,6 +143,8 @@ def resp_commands(data):
         for _ in range(n):
             j = data.index(b"\r\n", i)
             length, i = int(data[i + 1:j]), j + 2
+            if data[i + length:i + length + 2] != b"\r\n":
+                raise ValueError(f"a bulk string cut at byte {i}")
             args.append(data[i:i + length].decode("latin-1"))
             i += length + 2
         out.append(args)
