@@ -409,6 +409,10 @@ TEST(TimerWatch, TakeoversCloseTogetherLengthenThePause) {
   EXPECT_EQ(pause, timers::k_pause_max);
   EXPECT_EQ(timers::next_pause(pause, now + pause, now + pause + timers::k_pause_reset),
             timers::k_pause_min);
+  // No pause yet, and the clock's start less than k_pause_reset ago (a machine just booted):
+  // the first pause is still k_pause_min, not twice nothing.
+  EXPECT_EQ(timers::next_pause({}, clock_type::time_point{}, clock_type::time_point{} + 1ms),
+            timers::k_pause_min);
 }
 
 // Timers with deadlines spread over a few milliseconds, cancelled from another thread while

@@ -104,7 +104,7 @@ class timers {
       std::chrono::steady_clock::duration last, std::chrono::steady_clock::time_point last_end,
       std::chrono::steady_clock::time_point now) noexcept {
     if (now - last_end >= k_pause_reset) return k_pause_min;
-    return std::min<std::chrono::steady_clock::duration>(2 * last, k_pause_max);
+    return std::clamp<std::chrono::steady_clock::duration>(2 * last, k_pause_min, k_pause_max);
   }
 
   std::size_t pending() const noexcept;
