@@ -107,14 +107,11 @@ void run(const options& o, results& out) {
   const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(busy_ms / 1e3));
   const metric m{"lateness p99", "us", false};
+  char each[32] = "";
+  if (busy_ms > 0) std::snprintf(each, sizeof each, ", each %gms", busy_ms);
   char variant[64];
-  if (busy_ms > 0) {
-    std::snprintf(variant, sizeof variant, "%s timers over %gs, each %gms",
-                  count_label(count).c_str(), spread_s, busy_ms);
-  } else {
-    std::snprintf(variant, sizeof variant, "%s timers over %gs", count_label(count).c_str(),
-                  spread_s);
-  }
+  std::snprintf(variant, sizeof variant, "%s timers over %gs%s", count_label(count).c_str(),
+                spread_s, each);
   for (unsigned threads : o.threads) {
     std::vector<contender> cs;
     if (o.wants_peer("spool")) {
