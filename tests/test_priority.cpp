@@ -89,6 +89,9 @@ TEST(Priority, FuturesCarryPriorityToo) {
   auto high = pool.submit(
       priority::high, [&](int x) { return clock.fetch_add(x); }, 1);
   release.count_down();
+  // The worker alone runs the three: a get() here could run `normal` on this thread (an outside
+  // waiter runs its own task) while the worker runs `low`.
+  pool.wait_idle();
   EXPECT_EQ(high.get(), 0);
   EXPECT_EQ(normal.get(), 1);
   EXPECT_EQ(low.get(), 2);
