@@ -14,8 +14,18 @@ whose value is above X, with the median of those above and of those at or below:
 whose runs fall into two modes (bench/ab/own_wait_modes.sh), how often each revision lands in
 the upper one, which the median alone hides.
 """
+import re
 import statistics
 import sys
+
+# A value written with thousands separators (bench/queue/run.py: "8,347"); any other comma
+# ends the value (a CSV field follows).
+THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")
+
+
+def named_value(text):
+    m = THOUSANDS.match(text)
+    return float(m.group().replace(",", "")) if m else float(text.split(",")[0])
 
 
 def main():
@@ -48,7 +58,7 @@ def main():
                 continue
             try:
                 if key is not None:
-                    v = float(rest.split(key, 1)[1].split()[0].split(",")[0])
+                    v = named_value(rest.split(key, 1)[1].split()[0])
                 else:
                     fields = rest.split(",")
                     v = float(fields[num])

@@ -66,7 +66,8 @@ def options():
     p.add_argument("--no-ceiling", action="store_true")
     p.add_argument("--spool-bin", default=systems.default_spool_bin(),
                    help="directory of spool's driver executables `worker` and `producer` "
-                   "(default build/release/bench/queue/spool)")
+                   "(default build/release/bench/queue/spool; under bench/ab/ab.sh, "
+                   "$AB_BUILD/bench/queue/spool)")
     p.add_argument("--spool-worker", help="spool's worker executable (default SPOOL_BIN/worker)")
     p.add_argument("--spool-producer",
                    help="spool's producer executable (default SPOOL_BIN/producer)")

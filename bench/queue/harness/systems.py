@@ -62,7 +62,9 @@ def peers(env_dir):
 
 
 def default_spool_bin():
-    return os.path.join(ROOT, "build", "release", "bench", "queue", "spool")
+    # Under bench/ab/ab.sh, the revision's build ($AB_BUILD).
+    build = os.environ.get("AB_BUILD") or os.path.join(ROOT, "build", "release")
+    return os.path.join(build, "bench", "queue", "spool")
 
 
 def default_env_dir():
