@@ -16,13 +16,17 @@
 --   :stats               hash: counters, and the gauge queued (running: the pending lists)
 --   :config              hash: paused, max (length), served:low, served:normal (aging)
 --   :ready               list: wake-up tokens, one per job made ready (at most NUDGES kept);
---                        idle workers wait on it with BLPOP, so a ready job wakes one of them
+--                        idle workers that are not listed wait on it with BLPOP, so a ready
+--                        job wakes one of them
 --   :idle                sorted set: idle workers (consumers) that asked to be given jobs, by
 --                        the number of jobs each may still be given (its free room)
 --   :idle_until          hash: consumer -> the time (ms) its place in :idle lapses; kept
 --                        until its next claim, or forgotten long after the lapse
---   :inbox:CONSUMER      list: "NUMBER ATTEMPT" of each job a submission started for that
---                        idle consumer; the worker waits on it and :ready with one BLPOP
+--   :inbox:CONSUMER      stream: an entry `job N attempt A` for each job a submission started
+--                        for that listed consumer, and `wake 1` for a wake-up token meant for
+--                        it (nudge); the worker reads it with XREAD BLOCK from the last entry
+--                        it has read, which writes nothing, and its next claim (or
+--                        reconcile) deletes it
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
 -- for producer P, "K" .. id .. "\n" .. data with K = D done, X dead, C cancelled).
 --
@@ -71,7 +75,8 @@ local function stream_of(P, level)
   return P .. ':' .. LEVELS[level + 1]
 end
 
--- The list of jobs a submission started for an idle consumer (assign), read by its worker.
+-- The stream of jobs a submission started for a listed consumer (assign), and of wake-up
+-- tokens meant for it (nudge), read by its worker.
 local function inbox_key(P, consumer)
   return P .. ':inbox:' .. consumer
 end
@@ -84,16 +89,38 @@ local function stat(P, field, by)
   redis.call('HINCRBY', P .. ':stats', field, by)
 end
 
--- Wakes up to k idle workers: each pops one token from :ready (BLPOP), so that a job made
--- ready wakes one worker rather than every idle one. At most NUDGES tokens are kept; a token
--- whose job another worker took meanwhile costs one idle worker one claim, and a claim that
--- finds nothing ready drops them all (claim, below).
+-- Wakes up to k idle workers, so that a job made ready wakes one worker rather than every idle
+-- one. A listed worker reads only its inbox: it gets a token there, `wake 1`, one per listed
+-- worker whose listing has not lapsed and whose inbox holds fewer than NUDGES entries, those
+-- with the most room first. The other tokens go to :ready, where each unlisted idle worker pops
+-- one (BLPOP). At most NUDGES tokens are kept in :ready; a token whose job another worker took
+-- meanwhile costs one idle worker one claim, and a claim that finds nothing ready drops them
+-- all (claim, below), as it deletes its own inbox.
 local function nudge(P, k)
   if k <= 0 then
     return
   end
+  k = math.min(k, NUDGES)
+  local listed = redis.call('ZRANGE', P .. ':idle', 0, k - 1, 'REV')
+  if #listed > 0 then
+    local until_ms = redis.call('HMGET', P .. ':idle_until', unpack(listed))
+    local now = now_ms()
+    for i, consumer in ipairs(listed) do
+      local inbox = inbox_key(P, consumer)
+      -- Its worker claims (deleting the inbox) after one token or the last job its listing
+      -- allowed; an inbox that holds NUDGES entries gets no more tokens, which bounds the
+      -- inbox of a worker that died while listed.
+      if (tonumber(until_ms[i] or '0') or 0) > now and redis.call('XLEN', inbox) < NUDGES then
+        redis.call('XADD', inbox, '*', 'wake', '1')
+        k = k - 1
+      end
+    end
+    if k <= 0 then
+      return
+    end
+  end
   local tokens = {}
-  for i = 1, math.min(k, NUDGES) do
+  for i = 1, k do
     tokens[i] = '1'
   end
   if redis.call('RPUSH', P .. ':ready', unpack(tokens)) > NUDGES then
@@ -374,7 +401,7 @@ local function submit(keys, args)
         end
         redis.call('HSET', jk, unpack(fields))
         if owner then
-          redis.call('RPUSH', inbox_key(P, owner), n .. ' 1')
+          redis.call('XADD', inbox_key(P, owner), '*', 'job', n, 'attempt', '1')
         end
         if key ~= '' then
           redis.call('SET', P .. ':key:' .. key, n)
@@ -395,19 +422,21 @@ end
 
 -- ---------------------------------------------------------------------------------------------
 -- spool_claim: KEYS[1] P; ARGV Q, consumer, room, lease_ms, takeovers (1: look for expired
--- leases too), aging_ms, and optionally listed_ms. Starts up to `room` jobs for the consumer:
+-- leases too), aging_ms, and optionally listed_ms and inbox_read (the id of the last inbox
+-- entry the worker has read; default 0-0, none). Starts up to `room` jobs for the consumer:
 -- each gets the next attempt number and the consumer as its owner, in the same step that
--- delivers it (so there is never a delivered job that no attempt holds). The jobs still in the
--- consumer's inbox (given to it while it was listed idle) come first, and the consumer is no
--- longer listed. Returns {jobs, next_due, paused, idle, listed}: jobs as {id, attempt, task,
--- payload, key, limit_ms, entry, level, taken_over (1 if from an expired lease)}; next_due =
--- ms until the earliest delayed job (-1: none); idle = 1 when nothing more can start now
--- (fewer than `room` jobs were found and every stream was read to its end, or the queue is
--- paused): the wake-up tokens in :ready are then dropped, stale, and the caller waits on its
--- inbox and :ready (BLPOP) for the next job; idle = 0: the caller claims again. listed: when
--- idle and listed_ms > 0 (and the queue is not paused), the consumer is listed idle for
--- listed_ms with the room it has left, and listed is that room: as many jobs as that may be
--- started for it by submissions and put in its inbox (0: not listed).
+-- delivers it (so there is never a delivered job that no attempt holds). The jobs in the
+-- consumer's inbox after inbox_read (given to it while it was listed idle) come first, the
+-- inbox is deleted, and the consumer is no longer listed. Returns {jobs, next_due, paused,
+-- idle, listed}: jobs as {id, attempt, task, payload, key, limit_ms, entry, level, taken_over
+-- (1 if from an expired lease)}; next_due = ms until the earliest delayed job (-1: none);
+-- idle = 1 when nothing more can start now (fewer than `room` jobs were found and every
+-- stream was read to its end, or the queue is paused): the wake-up tokens in :ready are then
+-- dropped, stale, and the caller waits for the next job on its inbox (XREAD) if listed, on
+-- :ready (BLPOP) if not; idle = 0: the caller claims again. listed: when idle and listed_ms > 0
+-- (and the queue is not paused), the consumer is listed idle for listed_ms with the room it
+-- has left, and listed is that room: as many jobs as that may be started for it by
+-- submissions and put in its inbox (0: not listed).
 -- ---------------------------------------------------------------------------------------------
 
 -- XREADGROUP or XAUTOCLAIM on a stream, creating the stream and its group on first use.
@@ -472,10 +501,22 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
     entry, level, via_takeover and 1 or 0 }
 end
 
--- Takes the consumer off the idle workers and empties its inbox; returns the inbox's items.
-local function unlist_idle(P, consumer)
+-- Takes the consumer off the idle workers and deletes its inbox. Returns the inbox's entries
+-- after `read` (the last one its worker has read; nil: none returned) as {number, attempt}
+-- pairs, wake-up tokens left out; an entry with other fields gives {nil, nil}.
+local function unlist_idle(P, consumer, read)
   local inbox = inbox_key(P, consumer)
-  local items = redis.call('LRANGE', inbox, 0, -1)
+  local items = {}
+  if read then
+    local entries = read == '0-0' and redis.call('XRANGE', inbox, '-', '+') or
+        redis.call('XRANGE', inbox, '(' .. read, '+')
+    for _, e in ipairs(entries) do
+      local f = as_table(e[2])
+      if f['wake'] == nil then
+        items[#items + 1] = { f['job'], f['attempt'] }
+      end
+    end
+  end
   redis.call('DEL', inbox)
   redis.call('ZREM', P .. ':idle', consumer)
   redis.call('HDEL', P .. ':idle_until', consumer)
@@ -522,8 +563,8 @@ assign = function(P, Q, level, entry, now)
         end
         local job = start(P, Q, consumer, level, e[1], e[2] or {}, false, now)
         if job then
-          redis.call('RPUSH', inbox_key(P, consumer), string.sub(job[1], #Q + 2) .. ' ' ..
-            int(job[2]))
+          redis.call('XADD', inbox_key(P, consumer), '*', 'job', string.sub(job[1], #Q + 2),
+            'attempt', int(job[2]))
           slots = slots - 1
           if slots < 1 then
             break
@@ -548,16 +589,21 @@ local function claim(keys, args)
   local takeovers = arg_int(args, 5, 0, 1)
   local aging = arg_int(args, 6, 0, 2 ^ 40)
   local listed_ms = args[7] and arg_int(args, 7, 0, 2 ^ 40) or 0
+  local read = args[8] or '0-0'
   if not P or not Q or not consumer or consumer == '' or not room or not lease or not takeovers
-      or not aging or not listed_ms or #args > 7 then
-    return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS [LISTED_MS]')
+      or not aging or not listed_ms or not string.match(read, '^%d+%-%d+$') or #args > 8 then
+    return bad('spool_claim needs QUEUE CONSUMER ROOM LEASE_MS TAKEOVERS AGING_MS ' ..
+      '[LISTED_MS [INBOX_READ]]')
   end
   local now = now_ms()
-  -- Jobs given to this consumer while it was listed idle and not yet taken from its inbox
-  -- come first; one that no longer holds (cancelled, taken over) is left out.
+  -- Jobs given to this consumer while it was listed idle and not yet read from its inbox come
+  -- first; one that no longer holds (cancelled, taken over) is left out.
   local jobs = {}
-  for _, item in ipairs(unlist_idle(P, consumer)) do
-    local n, attempt = string.match(item, '^(%S+) (%d+)$')
+  for _, item in ipairs(unlist_idle(P, consumer, read)) do
+    local n, attempt = item[1], item[2]
+    if n and not (string.match(n, '^%d+$') and attempt and string.match(attempt, '^%d+$')) then
+      n = nil
+    end
     local j = n and redis.call('HMGET', job_key(P, n), 'state', 'attempt', 'owner', 'task',
       'payload', 'key', 'limit', 'entry', 'level')
     if j and j[1] == 'running' and j[2] == attempt and j[3] == consumer then

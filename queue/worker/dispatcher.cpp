@@ -56,8 +56,9 @@ void dispatcher::run() {
 dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   command c = fcall("spool_claim", core_.options.queue);
   c.add(core_.name).add(room).add(core_.lease_text).add(takeovers ? "1" : "0");
-  c.add(core_.aging_text).add(core_.listed_text);
+  c.add(core_.aging_text).add(core_.listed_text).add(inbox_read_);
   const reply_handle r = link_.call(c, effect::writes);
+  inbox_read_ = "0-0";  // the claim deleted the inbox, and returns the entries not yet read
   const redisReply& a = array_of(*r, 5, "spool_claim");
   claim_answer out;
   const redisReply& jobs = array_of(*a.element[0], 0, "spool_claim");
@@ -85,52 +86,35 @@ dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   return out;
 }
 
-std::vector<std::shared_ptr<held_job>> dispatcher::take_given(const std::string& first,
-                                                              std::size_t& taken) {
-  // Items are "NUMBER ATTEMPT", pushed by spool_submit (functions.lua, assign). The first
-  // one's job is read together with the rest of the inbox (a bulk submission may have given
-  // several), then the others' jobs in one more round trip.
-  const auto read = [&](const std::string& item) {
-    command c{"HMGET", job_prefix_ + item.substr(0, item.find(' '))};
+std::vector<std::shared_ptr<held_job>> dispatcher::take_given(
+    const std::vector<std::pair<std::string, std::string>>& items) {
+  // Items are {number, attempt}, from entries XADDed by spool_submit (functions.lua, assign):
+  // every job's hash is read in one round trip.
+  std::vector<command> batch;
+  for (const auto& [number, attempt] : items) {
+    command c{"HMGET", job_prefix_ + number};
     for (const char* field :
          {"state", "attempt", "owner", "task", "payload", "key", "limit", "entry", "level"}) {
       c.add(field);
     }
-    return c;
-  };
-  std::vector<std::string> items{first};
-  std::vector<command> batch{read(first), command{"LPOP", inbox_key_, std::to_string(max_taken)}};
-  std::vector<reply_handle> replies = link_.round_trip(batch, effect::writes);
-  const reply_handle rest = std::move(replies[1]);
-  replies.pop_back();
-  check_not_error(*rest, "LPOP");
-  if (rest->type == REDIS_REPLY_ARRAY && rest->elements > 0) {
-    batch.clear();
-    for (std::size_t i = 0; i < rest->elements; ++i) {
-      items.push_back(text_of(*rest->element[i], "LPOP"));
-      batch.push_back(read(items.back()));
-    }
-    for (reply_handle& r : link_.round_trip(batch, effect::reads)) replies.push_back(std::move(r));
+    batch.push_back(std::move(c));
   }
-
-  taken = items.size();
+  const std::vector<reply_handle> replies = link_.round_trip(batch, effect::reads);
   std::vector<std::shared_ptr<held_job>> jobs;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::string& item = items[i];
-    const std::size_t space = item.find(' ');
+    const auto& [item_number, attempt] = items[i];
     const redisReply& f = array_of(*replies[i], 9, "HMGET");
     // Started for this worker, but it may have been cancelled or taken over since (or the
-    // item was not written by spool_submit): a job that no longer holds this attempt for this
+    // entry was not written by spool_submit): a job that no longer holds this attempt for this
     // worker is not run, and its entry is no longer pending here either.
-    const std::string attempt = space == std::string::npos ? "" : item.substr(space + 1);
     const std::optional<std::uint64_t> number = whole_number(attempt);
-    if (!number || text_of(*f.element[0], "HMGET") != "running" ||
+    if (!number || !whole_number(item_number) || text_of(*f.element[0], "HMGET") != "running" ||
         text_of(*f.element[1], "HMGET") != attempt ||
         text_of(*f.element[2], "HMGET") != core_.name) {
       continue;
     }
     auto job = std::make_shared<held_job>();
-    job->number = item.substr(0, space);
+    job->number = item_number;
     job->id = core_.options.queue + "/" + job->number;
     job->attempt = *number;
     job->task = text_of(*f.element[3], "HMGET");
@@ -235,29 +219,49 @@ void dispatcher::dispatch(std::vector<std::shared_ptr<held_job>>& jobs) {
   if (!refused.empty()) hand_back(refused, steady::now() + core_.options.lease);
 }
 
-dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, std::string& item) {
-  // BLPOP takes its timeout in seconds. The inbox comes first: its job is started already.
+dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, bool listed,
+                                            inbox_entries& found) {
+  reply_handle r;
+  if (listed) {
+    // Jobs started for this worker and its wake-up tokens both come through its inbox.
+    command read{"XREAD", "COUNT", std::to_string(max_taken), "BLOCK"};
+    read.add(std::to_string(wait.count())).add("STREAMS").add(inbox_key_).add(inbox_read_);
+    r = link_.call_blocking(read, wait, core_.stop_requested.fd());
+    if (r == nullptr) return woken::stop;
+    if (r->type == REDIS_REPLY_NIL) return woken::timeout;
+    const redisReply& streams = array_of(*r, 1, "XREAD");
+    const redisReply& stream = array_of(*streams.element[0], 2, "XREAD");
+    const redisReply& entries = array_of(*stream.element[1], 0, "XREAD");
+    for (std::size_t i = 0; i < entries.elements; ++i) {
+      const redisReply& entry = array_of(*entries.element[i], 2, "XREAD");
+      found.last = text_of(*entry.element[0], "XREAD");
+      const redisReply& fields = array_of(*entry.element[1], 0, "XREAD");
+      std::string number, attempt;
+      bool token = false;
+      for (std::size_t f = 0; f + 1 < fields.elements; f += 2) {
+        const std::string name = text_of(*fields.element[f], "XREAD");
+        if (name == "job") number = text_of(*fields.element[f + 1], "XREAD");
+        if (name == "attempt") attempt = text_of(*fields.element[f + 1], "XREAD");
+        if (name == "wake") token = true;
+      }
+      if (token) {
+        found.token = true;
+      } else {
+        found.items.emplace_back(std::move(number), std::move(attempt));
+      }
+    }
+    return found.items.empty() ? woken::token : woken::given;
+  }
+  // BLPOP takes its timeout in seconds.
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%lld.%03lld", static_cast<long long>(wait.count() / 1000),
                 static_cast<long long>(wait.count() % 1000));
-  const command pop{"BLPOP", inbox_key_, ready_key_, seconds};
-  reply_handle r;
-  try {
-    r = link_.call_blocking(pop, wait, core_.stop_requested.fd());
-  } catch (const error&) {
-    // The pop may have taken an inbox item whose reply was lost: reconcile before claiming.
-    reconcile_needed_ = true;
-    throw;
-  }
-  if (r == nullptr) {
-    reconcile_needed_ = true;  // the same, for a wait cut short by a stop
-    return woken::stop;
-  }
+  const command pop{"BLPOP", ready_key_, seconds};
+  r = link_.call_blocking(pop, wait, core_.stop_requested.fd());
+  if (r == nullptr) return woken::stop;
   if (r->type == REDIS_REPLY_NIL) return woken::timeout;
-  const redisReply& a = array_of(*r, 2, "BLPOP");
-  if (text_of(*a.element[0], "BLPOP") != inbox_key_) return woken::token;
-  item = text_of(*a.element[1], "BLPOP");
-  return woken::given;
+  array_of(*r, 2, "BLPOP");
+  return woken::token;
 }
 
 void dispatcher::reconcile(bool leaving) {
@@ -265,6 +269,7 @@ void dispatcher::reconcile(bool leaving) {
   c.add(core_.name).add(leaving ? "1" : "0");
   for (const std::string& n : core_.held.numbers()) c.add(n);
   const reply_handle r = link_.call(c, effect::writes);
+  inbox_read_ = "0-0";  // the inbox is deleted
   const std::int64_t released = integer_of(*r, "spool_reconcile");
   if (released > 0) {
     worker_metrics::add(core_.metrics.handed_back, static_cast<std::uint64_t>(released));
@@ -316,25 +321,24 @@ void dispatcher::claim_loop() {
         listed = 0;
         continue;
       }
-      std::string item;
-      switch (wait_for_work(wait, item)) {
+      inbox_entries found;
+      switch (wait_for_work(wait, listed > 0, found)) {
         case woken::stop:
           return;
         case woken::given: {
-          std::vector<std::shared_ptr<held_job>> given;
-          std::size_t taken = 0;
-          try {
-            given = take_given(item, taken);
-          } catch (const error&) {
-            reconcile_needed_ = true;  // the jobs are pending here, and not known
-            throw;
-          }
+          // Unless the hashes are read, inbox_read_ stays: the next claim returns the items.
+          std::vector<std::shared_ptr<held_job>> given = take_given(found.items);
+          inbox_read_ = found.last;
           worker_metrics::add(core_.metrics.given, given.size());
           dispatch(given);
-          listed -= static_cast<unsigned>(std::min<std::size_t>(taken, listed));
+          listed -= static_cast<unsigned>(std::min<std::size_t>(found.items.size(), listed));
+          if (found.token) listed = 0;  // a job waits in a stream: claim it
           break;
         }
         case woken::token:
+          inbox_read_ = found.last.empty() ? inbox_read_ : found.last;
+          listed = 0;
+          break;
         case woken::timeout:
           listed = 0;
           break;

@@ -3,17 +3,19 @@
 //
 // Claiming (spool_claim) starts at most `room` jobs (free threads + prefetch), so the worker
 // never holds jobs it cannot run soon. When the streams had fewer, the claim lists the worker
-// idle with the room it has left (unless options.direct is false), and it waits (BLPOP) on its
-// inbox, where a submission puts a job it started for the worker, and on :ready, which every
-// job made ready pushes a wake-up token to (so one job wakes one idle worker, not all), until
-// the next due delayed job or the next check; every check_interval a claim also takes over
-// jobs whose lease expired. A job from the inbox is read (HMGET) and run with no claim; the
-// worker claims again after a token, a timeout, or the last job its listing allowed. With no
-// room it waits for a handler to return.
+// idle with the room it has left (unless options.direct is false), and it waits until the next
+// due delayed job or the next check for a wake-up token (one per job made ready, so that one
+// job wakes one idle worker, not all) or, listed, for a job a submission started for it; every
+// check_interval a claim also takes over jobs whose lease expired. A listed worker reads its
+// inbox stream (XREAD BLOCK from the last entry it has read), where submissions put the jobs
+// they start for it and its wake-up tokens; an unlisted one pops a token from :ready (BLPOP).
+// A job from the inbox is read (HMGET) and run with no claim; the worker claims again after a
+// token, a timeout, or the last job its listing allowed. With no room it waits for a handler to
+// return.
 //
-// An inbox item popped on a connection that then failed (or a wait cut short by a stop) may be
-// lost with its reply: the job is pending under this worker, which does not know it, so the
-// worker reconciles, as after a lost claim.
+// Reading the inbox writes nothing to Redis (under appendfsync always, it costs no fsync), and
+// a read whose reply is lost loses nothing: the worker passes the id of the last entry it has
+// dispatched to its next claim, which returns the entries after it and deletes the inbox.
 //
 // A claim whose reply was lost may have started jobs for this worker that it does not know of:
 // after the next successful round trip it reconciles (spool_reconcile), handing back what
@@ -29,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../redis_link.hpp"
@@ -63,14 +66,23 @@ class dispatcher {
   claim_answer claim(unsigned room, bool takeovers);
   void dispatch(std::vector<std::shared_ptr<held_job>>& jobs);
   void run_handler(const std::shared_ptr<held_job>& job);
-  // Sleeps until a job is given to this worker (its inbox item goes to `item`) or a wake-up
-  // token comes (either is taken), or `wait` passes, or a stop is asked for.
-  woken wait_for_work(std::chrono::milliseconds wait, std::string& item);
-  // The jobs of the inbox: the item `first` (popped already) and the rest of the inbox, each
-  // read from its hash; `taken` says how many items were taken. A job that no longer holds the
+  // What one wait found in the inbox: the entries after inbox_read_ up to `last`, as
+  // {number, attempt} (empty strings for fields an entry lacks), and whether a wake-up token
+  // was among them.
+  struct inbox_entries {
+    std::vector<std::pair<std::string, std::string>> items;
+    std::string last;
+    bool token = false;
+  };
+  // Sleeps until a wake-up token comes or, when `listed`, the inbox has new entries (they go
+  // to `found`), or `wait` passes, or a stop is asked for.
+  woken wait_for_work(std::chrono::milliseconds wait, bool listed, inbox_entries& found);
+  // The jobs of the inbox items, each read from its hash. A job that no longer holds the
   // item's attempt for this worker (cancelled or taken over since) is left out.
-  std::vector<std::shared_ptr<held_job>> take_given(const std::string& first, std::size_t& taken);
-  // The most inbox items taken at once (a worker is never given more than its room).
+  std::vector<std::shared_ptr<held_job>> take_given(
+      const std::vector<std::pair<std::string, std::string>>& items);
+  // The most inbox entries read at once (a worker is never given more than its room, but
+  // tokens come too).
   static constexpr unsigned max_taken = 10000;
   void reconcile(bool leaving);
   // Hands back the jobs (spool_release), retrying until `deadline`.
@@ -86,6 +98,9 @@ class dispatcher {
   const std::string inbox_key_;   // this worker's inbox
   const std::string ready_key_;   // the wake-up tokens
   bool reconcile_needed_ = true;  // a worker that restarted under the same name
+  // The id of the last inbox entry dispatched; "0-0" after a claim or a reconcile, which
+  // delete the inbox.
+  std::string inbox_read_ = "0-0";
   std::function<void()> on_stopped_;
   std::thread thread_;
 };

@@ -11,6 +11,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::size_t batch_limit = 256;
+// How long a first outcome waits for others while the reporter holds (reporter.hpp).
+constexpr auto outcome_hold = 2ms;
 
 // The retry's jitter, drawn here (Redis's own random numbers are not meant for this).
 std::string jitter() {
@@ -31,9 +33,14 @@ void reporter::start() {
 }
 
 void reporter::push(outcome o) {
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(o));
+    if (last_push_ != std::chrono::steady_clock::time_point{}) {
+      gap_ += (now - last_push_ - gap_) / 8;
+    }
+    last_push_ = now;
   }
   cv_.notify_all();
 }
@@ -84,6 +91,7 @@ void reporter::record(std::deque<outcome>& batch) {
 void reporter::run() {
   auto pause = 20ms;
   std::deque<outcome> batch;
+  bool holding = false;
   while (true) {
     {
       std::unique_lock lock(mu_);
@@ -91,6 +99,11 @@ void reporter::run() {
       cv_.notify_all();
       cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
       if (done_) return;
+      if (holding && gap_ < outcome_hold / 2) {
+        cv_.wait_for(lock, outcome_hold, [this] { return done_ || queue_.size() >= batch_limit; });
+        if (done_) return;
+      }
+      holding = queue_.size() > 1;  // outcomes came faster than the last call returned
       while (!queue_.empty() && batch.size() < batch_limit) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();

@@ -26,19 +26,41 @@ class Direct : public queue_test_base {
  protected:
   // spool_claim by hand for `consumer`, listed for `listed_ms`; returns the reply.
   auto claim(redis_client& r, const std::string& consumer, const std::string& room,
-             const std::string& listed_ms = "60000") {
+             const std::string& listed_ms = "60000", const std::string& inbox_read = "0-0") {
     return r.command({"FCALL", "spool_claim", "1", "spool:{q}", "q", consumer, room, "60000", "0",
-                      "0", listed_ms});
+                      "0", listed_ms, inbox_read});
   }
   static std::string number_of(const std::string& id) { return id.substr(id.find('/') + 1); }
   static long long tokens(redis_client& r) {
     return r.command({"LLEN", "spool:{q}:ready"})->integer;
   }
-  static std::vector<std::string> inbox(redis_client& r, const std::string& consumer) {
-    const auto reply = r.command({"LRANGE", "spool:{q}:inbox:" + consumer, "0", "-1"});
+  // The inbox's entries, each as its field values joined by spaces: "NUMBER ATTEMPT" for a
+  // job, "1" for a wake-up token (field `wake`).
+  static std::vector<std::string> entries(redis_client& r, const std::string& consumer) {
+    const auto reply = r.command({"XRANGE", "spool:{q}:inbox:" + consumer, "-", "+"});
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < reply->elements; ++i) out.push_back(text(*reply->element[i]));
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      const redisReply& fields = *reply->element[i]->element[1];
+      std::string entry;
+      for (std::size_t f = 1; f < fields.elements; f += 2) {
+        entry += (entry.empty() ? "" : " ") + text(*fields.element[f]);
+      }
+      out.push_back(text(*fields.element[0]) == "wake" ? "wake" : entry);
+    }
     return out;
+  }
+  // The jobs of the inbox ("NUMBER ATTEMPT"), wake-up tokens left out.
+  static std::vector<std::string> inbox(redis_client& r, const std::string& consumer) {
+    std::vector<std::string> out;
+    for (std::string& e : entries(r, consumer)) {
+      if (e != "wake") out.push_back(std::move(e));
+    }
+    return out;
+  }
+  static long long wakes(redis_client& r, const std::string& consumer) {
+    long long n = 0;
+    for (const std::string& e : entries(r, consumer)) n += e == "wake" ? 1 : 0;
+    return n;
   }
   static std::string listed(redis_client& r, const std::string& consumer) {
     return text(*r.command({"ZSCORE", "spool:{q}:idle", consumer}));
@@ -138,6 +160,74 @@ TEST_F(Direct, NoJobOvertakesOneThatWaitsInAStream) {
   auto next = p.submit("q", "t", "next");
   EXPECT_EQ(status(next.id).owner, "ghost");
   EXPECT_EQ(inbox(r, "ghost").size(), 1u);
+}
+
+// A listed worker reads only its inbox: a job made ready while it is listed (here, in a paused
+// queue) sends it a wake-up token there, not to :ready; once its listing lapsed, the token goes
+// to :ready for the unlisted workers.
+TEST_F(Direct, WakeUpTokenForAListedWorkerGoesToItsInbox) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "5");
+  a.pause("q");
+  p.submit("q", "t", "x");
+  EXPECT_EQ(wakes(r, "ghost"), 1);
+  EXPECT_TRUE(inbox(r, "ghost").empty());
+  EXPECT_EQ(tokens(r), 0);
+  r.command({"HSET", "spool:{q}:idle_until", "ghost", "1"});
+  p.submit("q", "t", "y");
+  EXPECT_EQ(wakes(r, "ghost"), 1);
+  EXPECT_EQ(tokens(r), 1);
+  // The ghost's next claim deletes its inbox, tokens and all.
+  claim(r, "ghost", "5");
+  EXPECT_TRUE(entries(r, "ghost").empty());
+}
+
+// A claim returns the inbox's jobs after the last entry the worker says it has read (those up
+// to it were dispatched from the inbox already), and deletes the inbox.
+TEST_F(Direct, ClaimTakesOnlyTheInboxEntriesNotYetRead) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "3");
+  auto a = p.submit("q", "t", "a");
+  auto b = p.submit("q", "t", "b");
+  const auto ids = r.command({"XRANGE", "spool:{q}:inbox:ghost", "-", "+"});
+  ASSERT_EQ(ids->elements, 2u);
+  const std::string first = text(*ids->element[0]->element[0]);
+  EXPECT_EQ(text(*claim(r, "ghost", "3", "0", "x-1")).rfind("BADARG", 0), 0u);
+  const auto reply = claim(r, "ghost", "3", "0", first);
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  ASSERT_EQ(reply->element[0]->elements, 1u);
+  EXPECT_EQ(text(*reply->element[0]->element[0]->element[0]), b.id);
+  EXPECT_TRUE(entries(r, "ghost").empty());
+  EXPECT_EQ(status(a.id).owner, "ghost");  // still its, as the worker read it
+}
+
+// A worker that never claims on its own (its check interval is long) still starts a job that
+// had to wait in its stream: the token in its inbox wakes it while it is listed, and the one in
+// :ready once it is not (a paused queue lists nobody).
+TEST_F(Direct, ListedWorkerWakesOnATokenInItsInbox) {
+  producer p(url());
+  spool::queue::admin a(url());
+  auto options = fast_worker("q", 1);
+  options.name = "w";
+  options.check_interval = std::chrono::minutes(10);
+  options.lease = std::chrono::minutes(20);
+  worker w(url(), options);
+  w.handle("t", [](const job_context&, std::string_view payload) { return std::string(payload); });
+  w.start();
+  redis_client r = raw();
+  ASSERT_TRUE(eventually([&] { return listed(r, "w") == "1"; }));
+  a.pause("q");
+  auto s = p.submit("q", "t", "x");
+  // Woken by its inbox's token, the worker claims, finds the queue paused and waits unlisted.
+  ASSERT_TRUE(eventually([&] { return listed(r, "w").empty() && entries(r, "w").empty(); }));
+  a.resume("q");
+  ASSERT_TRUE(s.result.wait_for(std::chrono::minutes(1)));
+  EXPECT_EQ(s.result.get(), "x");
+  EXPECT_EQ(w.counters().given, 0u);
+  w.stop();
 }
 
 TEST_F(Direct, EntryAheadThatIsNoJobIsBuriedAndTheJobStillGiven) {
@@ -284,9 +374,11 @@ TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
   EXPECT_EQ(claims(), before + 1 + 1);  // the submission, and the outcome recorded
   EXPECT_EQ(listed(r, "w"), "1");
   // An inbox item that no longer holds (here: a job that is done) is skipped, not run.
-  r.command({"RPUSH", "spool:{q}:inbox:w", number_of(s1.id) + " 1"});
-  r.command({"RPUSH", "spool:{q}:inbox:w", "garbage"});
-  r.command({"RPUSH", "spool:{q}:inbox:w", number_of(s1.id) + " 1x"});
+  const std::string inbox_w = "spool:{q}:inbox:w";
+  r.command({"XADD", inbox_w, "*", "job", number_of(s1.id), "attempt", "1"});
+  r.command({"XADD", inbox_w, "*", "garbage", "1"});
+  r.command({"XADD", inbox_w, "*", "job", number_of(s1.id), "attempt", "1x"});
+  r.command({"XADD", inbox_w, "*", "job", "x" + number_of(s1.id), "attempt", "1"});
   auto s2 = p.submit("q", "t", "b");
   EXPECT_EQ(s2.result.get(), "b@1");
   EXPECT_EQ(ran, 2);
