@@ -163,8 +163,8 @@ TEST_F(Direct, NoJobOvertakesOneThatWaitsInAStream) {
 }
 
 // A listed worker reads only its inbox: a job made ready while it is listed (here, in a paused
-// queue) sends it a wake-up token there, not to :ready; once its listing lapsed, the token goes
-// to :ready for the unlisted workers.
+// queue) sends it a wake-up token there, not to :ready; once its inbox is full of entries or its
+// listing lapsed, the token goes to :ready for the unlisted workers.
 TEST_F(Direct, WakeUpTokenForAListedWorkerGoesToItsInbox) {
   producer p(url());
   spool::queue::admin a(url());
@@ -175,10 +175,17 @@ TEST_F(Direct, WakeUpTokenForAListedWorkerGoesToItsInbox) {
   EXPECT_EQ(wakes(r, "ghost"), 1);
   EXPECT_TRUE(inbox(r, "ghost").empty());
   EXPECT_EQ(tokens(r), 0);
-  r.command({"HSET", "spool:{q}:idle_until", "ghost", "1"});
+  // An inbox that holds 64 entries (a worker that died while listed) gets no more tokens.
+  for (int i = 1; i < 64; ++i) r.command({"XADD", "spool:{q}:inbox:ghost", "*", "wake", "1"});
   p.submit("q", "t", "y");
-  EXPECT_EQ(wakes(r, "ghost"), 1);
+  EXPECT_EQ(wakes(r, "ghost"), 64);
   EXPECT_EQ(tokens(r), 1);
+  // Nor does one whose listing lapsed.
+  r.command({"HSET", "spool:{q}:idle_until", "ghost", "1"});
+  r.command({"XTRIM", "spool:{q}:inbox:ghost", "MAXLEN", "1"});
+  p.submit("q", "t", "z");
+  EXPECT_EQ(wakes(r, "ghost"), 1);
+  EXPECT_EQ(tokens(r), 2);
   // The ghost's next claim deletes its inbox, tokens and all.
   claim(r, "ghost", "5");
   EXPECT_TRUE(entries(r, "ghost").empty());
