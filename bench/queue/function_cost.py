@@ -12,8 +12,8 @@ version), then measures three patterns, each K times, with INFO commandstats res
   backlog  N jobs submitted 100 per call, then claimed R at a time until none is left;
   direct   the consumer listed idle with room R (spool_claim's LISTED_MS), then N jobs
            submitted one at a time, each started by its submission and put in the consumer's
-           inbox; after every R, the worker's reads (LPOP of the inbox, an HMGET per job) and a
-           claim that lists it again.
+           inbox; after every R, the worker's reads (XREAD of the inbox, an HMGET per job) and
+           a claim, given the last inbox entry read, that lists it again.
 Prints, per pattern, the commands the functions ran per FCALL (deterministic: it changes only
 when the Lua does), the microseconds per FCALL, and the microseconds per job of every command
 the pattern sent (the FCALLs and, for direct, the worker's reads): median and min-max of the
@@ -53,10 +53,12 @@ INBOX = PREFIX + ":inbox:" + CONSUMER
 LISTED_MS = 600000
 
 
-def claim(r, room, aging, listed_ms=None):
+def claim(r, room, aging, listed_ms=None, inbox_read=None):
     args = ["FCALL", "spool_claim", 1, PREFIX, QUEUE, CONSUMER, room, 30000, 0, aging]
     if listed_ms is not None:
         args.append(listed_ms)
+        if inbox_read is not None:
+            args.append(inbox_read)
     return len(r.command(*args)[0])
 
 
@@ -117,23 +119,26 @@ def direct(r, a):
     drain(r, a.room, a.aging)
     claim(r, a.room, a.aging, LISTED_MS)
     r.command("CONFIG", "RESETSTAT")
-    reads = {"lpop": 0, "hmget": 0}
+    reads = {"xread": 0, "hmget": 0}
     given = 0
     for i in range(a.jobs):
         submit(r, 1)
         given += 1
         if given == a.room or i == a.jobs - 1:
-            items = r.command("LPOP", INBOX, given) or []
-            if len(items) != given:
-                sys.exit(f"direct: {len(items)} of {given} jobs given to the listed consumer; "
+            reply = r.command("XREAD", "COUNT", given, "STREAMS", INBOX, "0-0") or []
+            entries = reply[0][1] if reply else []
+            if len(entries) != given:
+                sys.exit(f"direct: {len(entries)} of {given} jobs given to the listed consumer; "
                          "the submissions did not start them")
-            for item in items:
-                n = (item.decode() if isinstance(item, bytes) else item).split(" ")[0]
+            for _, fields in entries:
+                fields = [f.decode() if isinstance(f, bytes) else f for f in fields]
+                n = dict(zip(fields[::2], fields[1::2]))["job"]
                 r.command("HMGET", f"{PREFIX}:job:{n}", "state", "attempt", "owner", "task",
                           "payload", "key", "limit", "entry", "level")
-            reads["lpop"] += 1
-            reads["hmget"] += len(items)
-            claim(r, a.room, a.aging, LISTED_MS)
+            last = entries[-1][0]
+            reads["xread"] += 1
+            reads["hmget"] += len(entries)
+            claim(r, a.room, a.aging, LISTED_MS, last.decode() if isinstance(last, bytes) else last)
             given = 0
     return costs(r, a.jobs, reads)
 
