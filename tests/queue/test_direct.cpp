@@ -62,6 +62,16 @@ class Direct : public queue_test_base {
     for (const std::string& e : entries(r, consumer)) n += e == "wake" ? 1 : 0;
     return n;
   }
+  // A worker named "w" whose first claim is its last (its check interval and lease are far
+  // longer than a test): it starts what it is given, and claims only after a token or the
+  // last job its listing allowed.
+  static spool::queue::worker_options named_worker(unsigned threads) {
+    auto options = fast_worker("q", threads);
+    options.name = "w";
+    options.check_interval = std::chrono::minutes(10);
+    options.lease = std::chrono::minutes(20);
+    return options;
+  }
   static std::string listed(redis_client& r, const std::string& consumer) {
     return text(*r.command({"ZSCORE", "spool:{q}:idle", consumer}));
   }
@@ -217,10 +227,7 @@ TEST_F(Direct, ClaimTakesOnlyTheInboxEntriesNotYetRead) {
 TEST_F(Direct, ListedWorkerWakesOnATokenInItsInbox) {
   producer p(url());
   spool::queue::admin a(url());
-  auto options = fast_worker("q", 1);
-  options.name = "w";
-  options.check_interval = std::chrono::minutes(10);
-  options.lease = std::chrono::minutes(20);
+  auto options = named_worker(1);
   worker w(url(), options);
   w.handle("t", [](const job_context&, std::string_view payload) { return std::string(payload); });
   w.start();
@@ -356,10 +363,7 @@ TEST_F(Direct, ReconcileHandsBackTheInboxAndUnlists) {
 TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
   producer p(url());
   std::atomic<int> ran{0};
-  auto options = fast_worker("q", 2);
-  options.name = "w";
-  options.check_interval = std::chrono::minutes(10);  // its first claim is its last
-  options.lease = std::chrono::minutes(20);
+  auto options = named_worker(2);
   worker w(url(), options);
   w.handle("t", [&](const job_context& job, std::string_view payload) {
     ++ran;
@@ -398,11 +402,8 @@ TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
 TEST_F(Direct, BulkSubmissionGivesAWorkerSeveralJobs) {
   producer p(url());
   std::atomic<int> ran{0};
-  auto options = fast_worker("q", 1);
+  auto options = named_worker(1);
   options.prefetch = 3;
-  options.name = "w";
-  options.check_interval = std::chrono::minutes(10);
-  options.lease = std::chrono::minutes(20);
   worker w(url(), options);
   w.handle("t", [&](const job_context&, std::string_view payload) {
     ++ran;
@@ -425,10 +426,7 @@ TEST_F(Direct, BulkSubmissionGivesAWorkerSeveralJobs) {
 
 TEST_F(Direct, StopHandsBackWhatTheInboxHolds) {
   producer p(url());
-  auto options = fast_worker("q", 1);
-  options.name = "w";
-  options.check_interval = std::chrono::minutes(10);
-  options.lease = std::chrono::minutes(20);
+  auto options = named_worker(1);
   worker w(url(), options);
   w.handle("t", [](const job_context&, std::string_view payload) { return std::string(payload); });
   w.start();
