@@ -11,8 +11,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::size_t batch_limit = 256;
-// How long a first outcome waits for others while the reporter holds (reporter.hpp).
-constexpr auto outcome_hold = 2ms;
 
 // The retry's jitter, drawn here (Redis's own random numbers are not meant for this).
 std::string jitter() {
@@ -38,7 +36,7 @@ void reporter::push(outcome o) {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(o));
     if (last_push_ != std::chrono::steady_clock::time_point{}) {
-      gap_ += (now - last_push_ - gap_) / 8;
+      gap_ = next_mean_gap(gap_, now - last_push_);
     }
     last_push_ = now;
   }
@@ -99,7 +97,7 @@ void reporter::run() {
       cv_.notify_all();
       cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
       if (done_) return;
-      if (holding && gap_ < outcome_hold / 2) {
+      if (hold_outcomes(holding, gap_)) {
         cv_.wait_for(lock, outcome_hold, [this] { return done_ || queue_.size() >= batch_limit; });
         if (done_) return;
       }

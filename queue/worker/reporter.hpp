@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "../redis_link.hpp"
+#include "outcome_hold.hpp"
 #include "worker_core.hpp"
 
 namespace spool::queue::detail {
