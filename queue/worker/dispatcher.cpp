@@ -335,10 +335,7 @@ void dispatcher::claim_loop() {
           if (found.token) listed = 0;  // a job waits in a stream: claim it
           break;
         }
-        case woken::token:
-          inbox_read_ = found.last.empty() ? inbox_read_ : found.last;
-          listed = 0;
-          break;
+        case woken::token:  // the claim skips the tokens it finds after inbox_read_
         case woken::timeout:
           listed = 0;
           break;
