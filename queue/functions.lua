@@ -43,6 +43,9 @@ local LEVELS = { 'low', 'normal', 'high' } -- index = priority + 1
 local FINAL = { done = true, dead = true, cancelled = true }
 local MAX_BATCH = 10000
 local NUDGES = 64
+-- The most values a call passes to one redis.call from a table: unpack is bounded by Lua's
+-- stack, and a batch may hold MAX_BATCH jobs.
+local ARGS_PER_CALL = 1000
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -85,8 +88,63 @@ local function job_key(P, n)
   return P .. ':job:' .. n
 end
 
+-- Counter changes (stat) and the outcomes told to producers (notify) are gathered during a call
+-- and written once at its end (flush_gathered): a call on a batch of N jobs then costs one
+-- HINCRBY per counter and one RPUSH and one EXPIRE per reply list, not N of each. A call reads a
+-- counter it may have changed only through stat_value, and reads no reply list. Every function
+-- that writes is registered through `gathering`, which empties the gathered changes before the
+-- call (an error raised by a redis.call ends a call without its flush) and writes them after.
+local gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
+
 local function stat(P, field, by)
-  redis.call('HINCRBY', P .. ':stats', field, by)
+  local key = P .. ':stats'
+  local counters = gathered.stats[key]
+  if not counters then
+    counters = { fields = {} }
+    gathered.stats[key] = counters
+    gathered.stat_keys[#gathered.stat_keys + 1] = key
+  end
+  if counters[field] == nil then
+    counters[field] = 0
+    counters.fields[#counters.fields + 1] = field
+  end
+  counters[field] = counters[field] + by
+end
+
+-- A counter's value as this call has left it so far.
+local function stat_value(P, field)
+  local key = P .. ':stats'
+  local counters = gathered.stats[key]
+  return (tonumber(redis.call('HGET', key, field) or '0') or 0) +
+      (counters and counters[field] or 0)
+end
+
+local function flush_gathered()
+  for _, key in ipairs(gathered.stat_keys) do
+    local counters = gathered.stats[key]
+    for _, field in ipairs(counters.fields) do
+      if counters[field] ~= 0 then
+        redis.call('HINCRBY', key, field, counters[field])
+      end
+    end
+  end
+  for _, list in ipairs(gathered.note_lists) do
+    local notes = gathered.notes[list]
+    for first = 1, #notes, ARGS_PER_CALL do
+      redis.call('RPUSH', list, unpack(notes, first, math.min(#notes, first + ARGS_PER_CALL - 1)))
+    end
+    redis.call('EXPIRE', list, 86400)
+  end
+  gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
+end
+
+local function gathering(f)
+  return function(keys, args)
+    gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
+    local r = f(keys, args)
+    flush_gathered()
+    return r
+  end
 end
 
 -- Wakes up to k idle workers, so that a job made ready wakes one worker rather than every idle
@@ -144,8 +202,13 @@ local function notify(reply, id, kind, data)
     return
   end
   for list in string.gmatch(reply, '%S+') do
-    redis.call('RPUSH', list, kind .. id .. '\n' .. data)
-    redis.call('EXPIRE', list, 86400)
+    local notes = gathered.notes[list]
+    if not notes then
+      notes = {}
+      gathered.notes[list] = notes
+      gathered.note_lists[#gathered.note_lists + 1] = list
+    end
+    notes[#notes + 1] = kind .. id .. '\n' .. data
   end
 end
 
@@ -318,7 +381,7 @@ local function submit(keys, args)
   -- A ready job may go straight to an idle worker (assign) only while no job waits in a
   -- stream: it would otherwise overtake jobs submitted before it.
   local direct = config[2] ~= '1' and
-      (tonumber(redis.call('HGET', P .. ':stats', 'queued') or '0') or 0) == 0
+      stat_value(P, 'queued') == 0
   local pending = nil
   -- The earliest due time, read when the first delayed job of the call needs it.
   local earliest, earliest_read = nil, false
@@ -355,8 +418,7 @@ local function submit(keys, args)
       out[#out + 1] = { Q .. '/' .. existing, 'existing', j[1], final_data(j[1], j[2], j[3]) }
     else
       if max > 0 and pending == nil then
-        pending = (tonumber(redis.call('HGET', P .. ':stats', 'queued') or '0') or 0) +
-            redis.call('ZCARD', P .. ':delayed')
+        pending = stat_value(P, 'queued') + redis.call('ZCARD', P .. ':delayed')
       end
       if max > 0 and pending >= max then
         out[#out + 1] = { '', 'full', '', '' }
@@ -798,7 +860,7 @@ end
 -- 'cancelled' (the job was cancelled meanwhile: nothing recorded) or 'dup' (this very outcome
 -- was recorded already: a repeated call after a lost reply).
 -- ---------------------------------------------------------------------------------------------
-local function finish_one(P, Q, consumer, args, b, now)
+local function finish_one(P, Q, consumer, args, b, now, drops)
   local n, attempt, outcome, data = args[b], args[b + 1], args[b + 2], args[b + 3]
   local jitter = tonumber(args[b + 4]) or 0
   local jk = job_key(P, n)
@@ -808,7 +870,12 @@ local function finish_one(P, Q, consumer, args, b, now)
   local code
   if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
     local level = tonumber(j[5]) or 1
-    drop_entry(P, level, j[4])
+    local dropped = drops[level]
+    if not dropped then
+      dropped = {}
+      drops[level] = dropped
+    end
+    dropped[#dropped + 1] = j[4]
     local ttl = tonumber(j[10]) or 0
     if outcome == 'ok' then
       redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
@@ -848,11 +915,23 @@ local function finish_one(P, Q, consumer, args, b, now)
   return code
 end
 
+-- The entries of the jobs that ended are dropped together at the end, per stream (one XACK and
+-- one XDEL each): nothing in between reads a stream or its pending list.
 local function finish(keys, args)
   local now = now_ms()
-  return batch('spool_finish', keys, args, 5, function(P, Q, consumer, _, b)
-    return finish_one(P, Q, consumer, args, b, now)
+  local drops = {}
+  local out = batch('spool_finish', keys, args, 5, function(P, Q, consumer, _, b)
+    return finish_one(P, Q, consumer, args, b, now, drops)
   end)
+  for level, entries in pairs(drops) do
+    local s = stream_of(keys[1], level)
+    for first = 1, #entries, ARGS_PER_CALL do
+      local last = math.min(#entries, first + ARGS_PER_CALL - 1)
+      redis.call('XACK', s, GROUP, unpack(entries, first, last))
+      redis.call('XDEL', s, unpack(entries, first, last))
+    end
+  end
+  return out
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -1207,17 +1286,17 @@ local function version()
   return VERSION
 end
 
-redis.register_function('spool_submit', submit)
-redis.register_function('spool_claim', claim)
-redis.register_function('spool_renew', renew)
-redis.register_function('spool_finish', finish)
-redis.register_function('spool_release', release)
-redis.register_function('spool_reconcile', reconcile)
-redis.register_function('spool_cancel', cancel)
-redis.register_function('spool_requeue', requeue)
-redis.register_function('spool_delete', delete)
-redis.register_function('spool_watch', watch)
-redis.register_function('spool_control', control)
+redis.register_function('spool_submit', gathering(submit))
+redis.register_function('spool_claim', gathering(claim))
+redis.register_function('spool_renew', gathering(renew))
+redis.register_function('spool_finish', gathering(finish))
+redis.register_function('spool_release', gathering(release))
+redis.register_function('spool_reconcile', gathering(reconcile))
+redis.register_function('spool_cancel', gathering(cancel))
+redis.register_function('spool_requeue', gathering(requeue))
+redis.register_function('spool_delete', gathering(delete))
+redis.register_function('spool_watch', gathering(watch))
+redis.register_function('spool_control', gathering(control))
 redis.register_function { function_name = 'spool_peek', callback = peek, flags = { 'no-writes' } }
 redis.register_function { function_name = 'spool_status', callback = status,
   flags = { 'no-writes' } }

@@ -2,18 +2,22 @@
 """What spool's Redis functions cost inside Redis: commands and microseconds per call.
 
     bench/queue/function_cost.py [--cli PATH] [--jobs N] [--room R] [--aging MS] [--rounds K]
-                                 [--detail]
+                                 [--finish-batch B] [--aof] [--detail]
 
-Starts a redis-server of its own (AOF off: the functions' own cost, not the disk's) on a free
-loopback port, loads the functions through `spool-queue submit` (the CLI loads its library's
-version), then measures three patterns, each K times, with INFO commandstats reset before each:
+Starts a redis-server of its own (AOF off unless --aof: the functions' own cost, not the
+disk's) on a free loopback port, loads the functions through `spool-queue submit` (the CLI
+loads its library's version), then measures four patterns, each K times, with INFO
+commandstats reset before each:
   trickle  one spool_submit of one job, then one spool_claim for room R (a worker's claim when
            jobs arrive one at a time: it finds fewer than it has room for), N times;
   backlog  N jobs submitted 100 per call, then claimed R at a time until none is left;
   direct   the consumer listed idle with room R (spool_claim's LISTED_MS), then N jobs
            submitted one at a time, each started by its submission and put in the consumer's
            inbox; after every R, the worker's reads (XREAD of the inbox, an HMGET per job) and
-           a claim, given the last inbox entry read, that lists it again.
+           a claim, given the last inbox entry read, that lists it again;
+  finish   N jobs submitted 100 per call for a producer's reply list and claimed (not
+           measured), then their outcomes recorded B at a time (--finish-batch; a worker's
+           reporter sends up to 256 per call): spool_finish alone.
 Prints, per pattern, the commands the functions ran per FCALL (deterministic: it changes only
 when the Lua does), the microseconds per FCALL, and the microseconds per job of every command
 the pattern sent (the FCALLs and, for direct, the worker's reads): median and min-max of the
@@ -40,8 +44,12 @@ PREFIX = "spool:{" + QUEUE + "}"
 JOB = ["echo", "payload", "", 1, 0, 1, 0, 0, 0, 3600, 3]
 
 
-def submit(r, count):
-    args = ["FCALL", "spool_submit", 1, PREFIX, QUEUE, "", count]
+# The producer's reply list of the finish pattern, where spool_finish tells each outcome.
+REPLY = "spool:reply:fcost"
+
+
+def submit(r, count, reply=""):
+    args = ["FCALL", "spool_submit", 1, PREFIX, QUEUE, reply, count]
     for _ in range(count):
         args += JOB
     r.command(*args)
@@ -143,6 +151,30 @@ def direct(r, a):
     return costs(r, a.jobs, reads)
 
 
+def finish(r, a):
+    drain(r, a.room, a.aging)
+    for left in range(a.jobs, 0, -100):
+        submit(r, min(100, left), REPLY)
+    held = []
+    while len(held) < a.jobs:
+        jobs = r.command("FCALL", "spool_claim", 1, PREFIX, QUEUE, CONSUMER, 100, 30000, 0,
+                         a.aging)[0]
+        if not jobs:
+            sys.exit(f"finish: {len(held)} of {a.jobs} jobs claimed")
+        for job in jobs:
+            job_id = job[0].decode() if isinstance(job[0], bytes) else job[0]
+            held.append((job_id.split("/", 1)[1], job[1]))
+    r.command("CONFIG", "RESETSTAT")
+    for first in range(0, len(held), a.finish_batch):
+        part = held[first:first + a.finish_batch]
+        args = ["FCALL", "spool_finish", 1, PREFIX, QUEUE, CONSUMER, len(part)]
+        for n, attempt in part:
+            args += [n, attempt, "ok", "", "0.5"]
+        r.command(*args)
+    r.command("DEL", REPLY)
+    return costs(r, a.jobs)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cli", default=os.path.join(HERE, "..", "..", "build", "release", "queue",
@@ -151,22 +183,33 @@ def main():
     p.add_argument("--room", type=int, default=2)
     p.add_argument("--aging", type=int, default=100, help="ms, as the worker's default")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--finish-batch", type=int, default=10,
+                   help="outcomes per spool_finish in the finish pattern (10)")
+    p.add_argument("--aof", action="store_true",
+                   help="keep redis-server's append-only file (appendfsync everysec): the "
+                   "functions' writes then cost their propagation to it too")
     p.add_argument("--detail", action="store_true",
                    help="per round, each command the functions ran: calls per job, us per call")
     a = p.parse_args()
     global DETAIL
     DETAIL = a.detail
-    if a.jobs <= 0 or a.room <= 0 or a.rounds <= 0 or a.aging < 0:
-        p.error("--jobs, --room and --rounds must be positive, --aging not negative")
+    if a.jobs <= 0 or a.room <= 0 or a.rounds <= 0 or a.finish_batch <= 0 or a.aging < 0:
+        p.error("--jobs, --room, --rounds and --finish-batch must be positive, --aging not "
+                "negative")
     with tempfile.TemporaryDirectory(prefix="spool-fcost-") as tmp:
         r = redis_server.RedisServer(tmp)
         try:
-            r.command("CONFIG", "SET", "appendonly", "no")
+            if a.aof:
+                r.command("CONFIG", "SET", "appendfsync", "everysec")
+            else:
+                r.command("CONFIG", "SET", "appendonly", "no")
             subprocess.run([a.cli, "--store", f"redis://127.0.0.1:{r.port}", "submit", QUEUE,
                             "echo", "x"], check=True, stdout=subprocess.DEVNULL)
             print(f"# {a.cli}; redis-server {r.version}; {a.jobs} jobs, room {a.room}, aging "
-                  f"{a.aging} ms, {a.rounds} rounds")
-            for name, pattern in (("trickle", trickle), ("backlog", backlog), ("direct", direct)):
+                  f"{a.aging} ms, {a.finish_batch} outcomes per finish, {a.rounds} rounds, "
+                  f"AOF {'everysec' if a.aof else 'off'}")
+            for name, pattern in (("trickle", trickle), ("backlog", backlog), ("direct", direct),
+                                  ("finish", finish)):
                 per_call, us, per_job = [], [], []
                 for _ in range(a.rounds):
                     inner, fcalls, usec, job_us = pattern(r, a)
