@@ -88,13 +88,33 @@ local function job_key(P, n)
   return P .. ':job:' .. n
 end
 
--- Counter changes (stat) and the outcomes told to producers (notify) are gathered during a call
--- and written once at its end (flush_gathered): a call on a batch of N jobs then costs one
--- HINCRBY per counter and one RPUSH and one EXPIRE per reply list, not N of each. A call reads a
--- counter it may have changed only through stat_value, and reads no reply list. Every function
--- that writes is registered through `gathering`, which empties the gathered changes before the
--- call (an error raised by a redis.call ends a call without its flush) and writes them after.
-local gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
+-- Counter changes (stat), the outcomes told to producers (notify) and the stream entries of jobs
+-- that ended (drop_later) are gathered during a call and written once at its end
+-- (flush_gathered): a call on a batch of N jobs then costs one HINCRBY per counter, one RPUSH
+-- and one EXPIRE per reply list, and one XACK and one XDEL per stream, not N of each. A call
+-- reads a counter it may have changed only through stat_value, reads no reply list, and reads no
+-- stream or pending list after it gathered an entry to drop. Every function that writes is
+-- registered through `gathering`, which starts it with nothing gathered and writes what it
+-- gathered when it ends, also when a redis.call raised an error part-way: Redis keeps the
+-- writes made before an error, so what goes with them is written too, and the error is then
+-- raised again.
+local function nothing_gathered()
+  return { stats = {}, stat_keys = {}, notes = {}, note_lists = {}, drops = {}, drop_streams = {} }
+end
+
+local gathered = nothing_gathered()
+
+-- Appends `value` to the values gathered under `key` in gathered[part]; gathered[order] lists
+-- the keys in the order they first came.
+local function gather(part, order, key, value)
+  local values = gathered[part][key]
+  if not values then
+    values = {}
+    gathered[part][key] = values
+    gathered[order][#gathered[order] + 1] = key
+  end
+  values[#values + 1] = value
+end
 
 local function stat(P, field, by)
   local key = P .. ':stats'
@@ -119,30 +139,53 @@ local function stat_value(P, field)
       (counters and counters[field] or 0)
 end
 
+-- Removes an ended job's entry from its stream and from the pending list that holds it, at the
+-- end of the call.
+local function drop_later(P, level, entry)
+  gather('drops', 'drop_streams', stream_of(P, level), entry)
+end
+
+-- redis.call(name, key, [extra,] values...), in pieces of at most ARGS_PER_CALL values.
+local function call_in_pieces(name, key, extra, values)
+  for first = 1, #values, ARGS_PER_CALL do
+    local last = math.min(#values, first + ARGS_PER_CALL - 1)
+    if extra then
+      redis.call(name, key, extra, unpack(values, first, last))
+    else
+      redis.call(name, key, unpack(values, first, last))
+    end
+  end
+end
+
 local function flush_gathered()
-  for _, key in ipairs(gathered.stat_keys) do
-    local counters = gathered.stats[key]
+  local g = gathered
+  gathered = nothing_gathered()
+  for _, key in ipairs(g.stat_keys) do
+    local counters = g.stats[key]
     for _, field in ipairs(counters.fields) do
       if counters[field] ~= 0 then
         redis.call('HINCRBY', key, field, counters[field])
       end
     end
   end
-  for _, list in ipairs(gathered.note_lists) do
-    local notes = gathered.notes[list]
-    for first = 1, #notes, ARGS_PER_CALL do
-      redis.call('RPUSH', list, unpack(notes, first, math.min(#notes, first + ARGS_PER_CALL - 1)))
-    end
+  for _, list in ipairs(g.note_lists) do
+    call_in_pieces('RPUSH', list, nil, g.notes[list])
     redis.call('EXPIRE', list, 86400)
   end
-  gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
+  for _, s in ipairs(g.drop_streams) do
+    call_in_pieces('XACK', s, GROUP, g.drops[s])
+    call_in_pieces('XDEL', s, nil, g.drops[s])
+  end
 end
 
 local function gathering(f)
   return function(keys, args)
-    gathered = { stats = {}, stat_keys = {}, notes = {}, note_lists = {} }
-    local r = f(keys, args)
+    gathered = nothing_gathered()
+    local ok, r = pcall(f, keys, args)
     flush_gathered()
+    if not ok then
+      error(r, 0)
+    end
     return r
   end
 end
@@ -202,13 +245,7 @@ local function notify(reply, id, kind, data)
     return
   end
   for list in string.gmatch(reply, '%S+') do
-    local notes = gathered.notes[list]
-    if not notes then
-      notes = {}
-      gathered.notes[list] = notes
-      gathered.note_lists[#gathered.note_lists + 1] = list
-    end
-    notes[#notes + 1] = kind .. id .. '\n' .. data
+    gather('notes', 'note_lists', list, kind .. id .. '\n' .. data)
   end
 end
 
@@ -860,7 +897,7 @@ end
 -- 'cancelled' (the job was cancelled meanwhile: nothing recorded) or 'dup' (this very outcome
 -- was recorded already: a repeated call after a lost reply).
 -- ---------------------------------------------------------------------------------------------
-local function finish_one(P, Q, consumer, args, b, now, drops)
+local function finish_one(P, Q, consumer, args, b, now)
   local n, attempt, outcome, data = args[b], args[b + 1], args[b + 2], args[b + 3]
   local jitter = tonumber(args[b + 4]) or 0
   local jk = job_key(P, n)
@@ -869,13 +906,7 @@ local function finish_one(P, Q, consumer, args, b, now, drops)
     'reply', 'outcomes')
   local code
   if j[1] == 'running' and j[2] == attempt and j[3] == consumer then
-    local level = tonumber(j[5]) or 1
-    local dropped = drops[level]
-    if not dropped then
-      dropped = {}
-      drops[level] = dropped
-    end
-    dropped[#dropped + 1] = j[4]
+    drop_later(P, tonumber(j[5]) or 1, j[4])
     local ttl = tonumber(j[10]) or 0
     if outcome == 'ok' then
       redis.call('HSET', jk, 'state', 'done', 'result', data, 'finished', int(now), 'entry', '',
@@ -915,23 +946,11 @@ local function finish_one(P, Q, consumer, args, b, now, drops)
   return code
 end
 
--- The entries of the jobs that ended are dropped together at the end, per stream (one XACK and
--- one XDEL each): nothing in between reads a stream or its pending list.
 local function finish(keys, args)
   local now = now_ms()
-  local drops = {}
-  local out = batch('spool_finish', keys, args, 5, function(P, Q, consumer, _, b)
-    return finish_one(P, Q, consumer, args, b, now, drops)
+  return batch('spool_finish', keys, args, 5, function(P, Q, consumer, _, b)
+    return finish_one(P, Q, consumer, args, b, now)
   end)
-  for level, entries in pairs(drops) do
-    local s = stream_of(keys[1], level)
-    for first = 1, #entries, ARGS_PER_CALL do
-      local last = math.min(#entries, first + ARGS_PER_CALL - 1)
-      redis.call('XACK', s, GROUP, unpack(entries, first, last))
-      redis.call('XDEL', s, unpack(entries, first, last))
-    end
-  end
-  return out
 end
 
 -- ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // Calls on batches of jobs at the largest size the functions take (MAX_BATCH, functions.lua):
-// the counters a call changes and the outcomes it tells producers are gathered and written once
-// at its end, and spool_finish drops the entries of the jobs that ended per stream in one step.
-// Each outcome must still reach its producer's list once, in the batch's order, each counter
-// must move by exactly what happened, and no entry may stay in a stream or a pending list.
+// the counters a call changes, the outcomes it tells producers and the stream entries of the
+// jobs that ended are gathered and written once at the call's end. Each outcome must still
+// reach its producer's list once, in the batch's order, each counter must move by exactly what
+// happened, and no entry may stay in a stream or a pending list; also when the call fails
+// part-way.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -127,6 +128,67 @@ TEST_F(Batches, OneFinishOfTheLargestBatchTellsEveryOutcomeOnceInOrder) {
   }
   EXPECT_EQ(r.command({"LLEN", "R"})->integer, static_cast<long long>(told.size()));
   EXPECT_EQ(stats("q").done, static_cast<std::uint64_t>(done));
+}
+
+// A call that fails part-way (a job's hash overwritten with a string by another client, so its
+// HMGET is refused) keeps what it did before the failure, and what goes with it: the counters,
+// the note to the producer and the dropped entry of the job it finished.
+TEST_F(Batches, AFinishThatFailsPartWayWritesWhatItGatheredBeforeTheFailure) {
+  producer p(url());
+  p.submit("q", "t", "load");  // loads the functions
+  redis_client r = raw();
+  std::vector<std::string> submit = {"FCALL", "spool_submit", "1", "spool:{q}", "q", "R", "2"};
+  for (const char* payload : {"a", "b"}) {
+    submit.insert(submit.end(), {"t", payload, "", "1", "0", "1", "0", "0", "0", "3600", "3"});
+  }
+  ASSERT_EQ(r.command(submit)->type, REDIS_REPLY_ARRAY);
+  auto reply =
+      r.command({"FCALL", "spool_claim", "1", "spool:{q}", "q", "c", "3", "60000", "0", "0"});
+  ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY) << text(*reply);
+  ASSERT_EQ(reply->element[0]->elements, 3u);
+  std::vector<std::string> ids;
+  for (std::size_t k = 0; k < 3; ++k)
+    ids.push_back(text(*reply->element[0]->element[k]->element[0]));
+  const auto number = [](const std::string& id) { return id.substr(id.find('/') + 1); };
+  ASSERT_EQ(r.command({"SET", "spool:{q}:job:" + number(ids[2]), "not a hash"})->type,
+            REDIS_REPLY_STATUS);
+
+  reply = r.command({"FCALL",
+                     "spool_finish",
+                     "1",
+                     "spool:{q}",
+                     "q",
+                     "c",
+                     "3",
+                     number(ids[0]),
+                     "1",
+                     "ok",
+                     "r0",
+                     "0.5",
+                     number(ids[1]),
+                     "1",
+                     "ok",
+                     "r1",
+                     "0.5",
+                     number(ids[2]),
+                     "1",
+                     "ok",
+                     "r2",
+                     "0.5"});
+  ASSERT_EQ(reply->type, REDIS_REPLY_ERROR);
+  EXPECT_NE(text(*reply).find("WRONGTYPE"), std::string::npos) << text(*reply);
+
+  // The first two were finished before the failure: counted, told, and their entries dropped.
+  const auto s = stats("q");
+  EXPECT_EQ(s.done, 2u);
+  EXPECT_EQ(status(ids[0]).state, spool::queue::job_state::done);
+  EXPECT_EQ(status(ids[1]).state, spool::queue::job_state::done);
+  reply = r.command({"LRANGE", "R", "0", "-1"});  // "load" went to the producer's own list
+  ASSERT_EQ(reply->elements, 1u);
+  EXPECT_EQ(text(*reply->element[0]), "D" + ids[1] + "\nr1");
+  reply = r.command({"XPENDING", "spool:{q}:normal", "workers"});
+  EXPECT_EQ(reply->element[0]->integer, 1);  // the third job's entry only
+  EXPECT_EQ(r.command({"XLEN", "spool:{q}:normal"})->integer, 1);
 }
 
 TEST_F(Batches, OneSubmissionStopsAtTheMaximumLength) {
