@@ -94,10 +94,10 @@ end
 -- and one EXPIRE per reply list, and one XACK and one XDEL per stream, not N of each. A call
 -- reads a counter it may have changed only through stat_value, reads no reply list, and reads no
 -- stream or pending list after it gathered an entry to drop. Every function that writes is
--- registered through `gathering`, which starts it with nothing gathered and writes what it
--- gathered when it ends, also when a redis.call raised an error part-way: Redis keeps the
--- writes made before an error, so what goes with them is written too, and the error is then
--- raised again.
+-- registered through `gathering`, which writes what it gathered when it ends, also when a
+-- redis.call raised an error part-way: Redis keeps the writes made before an error, so what
+-- goes with them is written too, and the error is then raised again. flush_gathered empties the
+-- tally before it writes anything, so even a flush that fails leaves nothing for the next call.
 local function nothing_gathered()
   return { stats = {}, stat_keys = {}, notes = {}, note_lists = {}, drops = {}, drop_streams = {} }
 end
@@ -180,7 +180,6 @@ end
 
 local function gathering(f)
   return function(keys, args)
-    gathered = nothing_gathered()
     local ok, r = pcall(f, keys, args)
     flush_gathered()
     if not ok then

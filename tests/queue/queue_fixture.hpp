@@ -88,6 +88,9 @@ class queue_test_base : public ::testing::Test {
   std::unique_ptr<redis_server> redis_;
 };
 
+// The number of a job id "QUEUE/N": N, as the functions take it.
+inline std::string number_of(const std::string& id) { return id.substr(id.find('/') + 1); }
+
 // The text of a reply, or its integer.
 inline std::string text(const redisReply& r) {
   if (r.type == REDIS_REPLY_INTEGER) return std::to_string(r.integer);

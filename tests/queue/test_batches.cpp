@@ -72,7 +72,7 @@ TEST_F(Batches, OneFinishOfTheLargestBatchTellsEveryOutcomeOnceInOrder) {
   int dead = 0;
   int retried = 0;
   for (const auto& [id, payload] : jobs) {
-    const std::string number = id.substr(id.find('/') + 1);
+    const std::string number = number_of(id);
     const int i = payload == "load" ? -1 : std::stoi(payload.substr(1));
     if (i >= 0 && i % 8 == 3) {
       finish.insert(finish.end(), {number, "1", "error", "e" + payload, "0.5"});
@@ -149,8 +149,7 @@ TEST_F(Batches, AFinishThatFailsPartWayWritesWhatItGatheredBeforeTheFailure) {
   std::vector<std::string> ids;
   for (std::size_t k = 0; k < 3; ++k)
     ids.push_back(text(*reply->element[0]->element[k]->element[0]));
-  const auto number = [](const std::string& id) { return id.substr(id.find('/') + 1); };
-  ASSERT_EQ(r.command({"SET", "spool:{q}:job:" + number(ids[2]), "not a hash"})->type,
+  ASSERT_EQ(r.command({"SET", "spool:{q}:job:" + number_of(ids[2]), "not a hash"})->type,
             REDIS_REPLY_STATUS);
 
   reply = r.command({"FCALL",
@@ -160,17 +159,17 @@ TEST_F(Batches, AFinishThatFailsPartWayWritesWhatItGatheredBeforeTheFailure) {
                      "q",
                      "c",
                      "3",
-                     number(ids[0]),
+                     number_of(ids[0]),
                      "1",
                      "ok",
                      "r0",
                      "0.5",
-                     number(ids[1]),
+                     number_of(ids[1]),
                      "1",
                      "ok",
                      "r1",
                      "0.5",
-                     number(ids[2]),
+                     number_of(ids[2]),
                      "1",
                      "ok",
                      "r2",

@@ -30,7 +30,6 @@ class Direct : public queue_test_base {
     return r.command({"FCALL", "spool_claim", "1", "spool:{q}", "q", consumer, room, "60000", "0",
                       "0", listed_ms, inbox_read});
   }
-  static std::string number_of(const std::string& id) { return id.substr(id.find('/') + 1); }
   static long long tokens(redis_client& r) {
     return r.command({"LLEN", "spool:{q}:ready"})->integer;
   }

@@ -79,7 +79,7 @@ class Worker : public queue_test_base {
     const redisReply& jobs = *reply->element[0];
     EXPECT_EQ(jobs.elements, 1u);
     const std::string id = text(*jobs.element[0]->element[0]);
-    return {id.substr(id.find('/') + 1), text(*jobs.element[0]->element[1])};
+    return {number_of(id), text(*jobs.element[0]->element[1])};
   }
   std::string ghost_finish(const std::string& queue, const claimed& c, const std::string& result,
                            const std::string& consumer = "ghost") {
