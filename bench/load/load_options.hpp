@@ -23,7 +23,8 @@ struct load_options : run_options {
   bool tls = false;                           // http --tls: over TLS (experiments/http_tls.cpp)
   std::vector<std::string> spoold_models;     // spoold --model values; empty: its default
   std::string spoold_path, site_root, url_path;
-  std::string store_spec;  // http --store: "redis", or a spoold --store spec; "" for the default
+  std::string spoold_b_path;  // http --tls --spoold-b: a second spoold binary, "spoold-b"
+  std::string store_spec;     // http --store: "redis", or a spoold --store spec; "" for the default
   // cluster: the fleet sizes behind the balancers, which balancers ("haproxy", "nginx"), and
   // the failovers timed per number of replicas.
   std::vector<std::uint64_t> fleet_nodes;

@@ -403,6 +403,7 @@ void stop_store(const plan& p) {
 }
 
 void run(const load_options& o, results& out) {
+  if (!o.tls && !o.spoold_b_path.empty()) cannot_run("http", "--spoold-b goes with --tls");
   if (o.tls) {
     run_http_tls(o);
     return;
@@ -477,6 +478,9 @@ const experiment& http_experiment() {
       "                      `all`: epoll,iterative,forking,preforked,threaded,prethreaded,\n"
       "                      queue,poll; prethreaded-nolock: prethreaded --accept-lock off\n"
       "  --spoold PATH       the spoold binary (default: the one built beside spool-load-bench)\n"
+      "  --spoold-b PATH     with --tls: a second spoold binary, measured as a third server\n"
+      "                      (spoold-b) in the same interleaved repeats, with its ratios to\n"
+      "                      nginx and to spoold: an A/B of a change beside the peer\n"
       "  --root DIR          the files served (default: the repository's server/site)\n"
       "  --file /PATH        the URL path requested (default /index.html); /guestbook:\n"
       "                      spoold's guestbook page, a store visit per request (SQLite\n"
@@ -504,8 +508,8 @@ const experiment& http_experiment() {
       "req/s by concurrency (rows) and server or model (columns). spoold runs with "
       "--max-connections 20000 (nginx: worker_connections\n"
       "20000): the forking model then forks up to one process per connection.",
-      {"--concurrency", "--connection", "--duration", "--servers", "--models", "--spoold", "--root",
-       "--file", "--store", "--tls"},
+      {"--concurrency", "--connection", "--duration", "--servers", "--models", "--spoold",
+       "--spoold-b", "--root", "--file", "--store", "--tls"},
       run};
   return e;
 }

@@ -7,8 +7,11 @@
 //   full       new connections per second, a full handshake each (tls_client.hpp, C clients)
 //   resumed    the same, each connection resuming the session of the one before it
 // for each C of --concurrency (default 4,64).
-// Table: min/median/max per server, and spoold/nginx as the median (min, max) of the
-// per-repeat ratios.
+// Table: min/median/max per server, the server's CPU per request or connection (its process
+// tree's, over the measured run: what the server spends, whatever share of the cores the
+// clients on the same machine take), and spoold/nginx as the median (min, max) of the
+// per-repeat ratios of both. --spoold-b adds a second spoold binary as a third server, with its
+// ratios to nginx and to spoold: an A/B of a change beside the peer.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -46,9 +49,15 @@ void make_certificate(const temp_dir& dir) {
 }
 
 struct tls_sample {
-  double value = 0;  // req/s or connections/s
-  std::string note;  // errors, resumption misses
+  double value = 0;   // req/s or connections/s
+  double cpu_us = 0;  // the server's CPU per request or connection, µs (0: none completed)
+  std::string note;   // errors, resumption misses
 };
+
+// CPU per operation in µs, or 0 when none completed.
+double per_operation_us(double cpu_s, double operations) {
+  return operations > 0 ? cpu_s * 1e6 / operations : 0;
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -69,7 +78,10 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
     w.seconds = warm_up_seconds;
     (void)run_wrk(w);
     w.seconds = seconds;
+    const double cpu_before = server->cpu_seconds();
     const wrk_result r = run_wrk(w);
+    s.cpu_us =
+        per_operation_us(server->cpu_seconds() - cpu_before, static_cast<double>(r.requests));
     s.value = r.requests_per_s;
     if (r.errors() > 0) s.note = std::to_string(r.errors()) + " errors";
   } else {
@@ -81,7 +93,10 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
     h.seconds = warm_up_seconds;
     (void)run_handshakes(h);
     h.seconds = seconds;
+    const double cpu_before = server->cpu_seconds();
     const handshake_result r = run_handshakes(h);
+    s.cpu_us =
+        per_operation_us(server->cpu_seconds() - cpu_before, static_cast<double>(r.completed));
     s.value = r.per_s;
     if (r.failed > 0) s.note = std::to_string(r.failed) + " failed";
     if (h.resume && r.resumed + h.clients < r.completed) {
@@ -116,8 +131,13 @@ void run_http_tls(const load_options& o) {
   ng.workers = online_cpus();  // as many as spoold's event loops
   ng.tls_cert = cert;
   ng.tls_key = key;
-  const std::vector<server_kind> servers{{"spoold", [sp] { return start_spoold(sp); }},
-                                         {"nginx", [ng] { return start_nginx(ng); }}};
+  std::vector<server_kind> servers{{"spoold", [sp] { return start_spoold(sp); }},
+                                   {"nginx", [ng] { return start_nginx(ng); }}};
+  if (!o.spoold_b_path.empty()) {
+    spoold_settings b = sp;
+    b.binary = o.spoold_b_path;
+    servers.push_back({"spoold-b", [b] { return start_spoold(b); }});
+  }
 
   const std::vector<std::uint64_t> concurrency =
       o.concurrency.empty() ? std::vector<std::uint64_t>{4, 64} : o.concurrency;
@@ -131,37 +151,60 @@ void run_http_tls(const load_options& o) {
       ng.workers, path.c_str(), seconds, warm_up_seconds, repeats);
   std::printf(
       "   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
-      "per new connection (connections/s)\n");
-  std::printf("%-10s %5s %-7s %10s %10s %10s   %s\n", "load", "C", "server", "min", "median", "max",
-              "spoold/nginx median (min..max) | notes");
+      "per new connection (connections/s); cpu: the server's CPU per request or connection "
+      "(us, median), which the clients' share of the cores does not move\n");
+  std::printf("%-10s %5s %-8s %10s %10s %10s %8s   %s\n", "load", "C", "server", "min", "median",
+              "max", "cpu", "over nginx, median (min..max) of the repeats: rate, cpu | notes");
   int failed_points = 0;  // no figure, failed connections, or sessions not resumed
   for (const std::uint64_t connections : concurrency)
     for (const std::string& load : loads) {
       std::vector<std::vector<double>> values(servers.size());
-      std::vector<double> ratios;
+      std::vector<std::vector<double>> cpu(servers.size());
+      // Per server, its ratios in each repeat: to nginx (servers[1]), and spoold-b's to spoold.
+      std::vector<std::vector<double>> ratios(servers.size()), cpu_ratios(servers.size());
+      std::vector<double> b_ratios, b_cpu_ratios;
       std::string notes;
       for (int r = 0; r < repeats; ++r) {
-        std::vector<double> this_repeat(servers.size(), 0);
+        std::vector<tls_sample> this_repeat(servers.size());
         // Alternate which server goes first, so neither always runs on a cooler machine.
         for (std::size_t i = 0; i < servers.size(); ++i) {
           const std::size_t k = (r % 2 == 0) ? i : servers.size() - 1 - i;
           const tls_sample s = measure_tls_point(servers[k], load, connections, seconds, path);
           values[k].push_back(s.value);
-          this_repeat[k] = s.value;
+          if (s.cpu_us > 0) cpu[k].push_back(s.cpu_us);
+          this_repeat[k] = s;
           if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
           if (s.value <= 0 || !s.note.empty()) ++failed_points;
           std::fflush(stdout);
         }
-        if (this_repeat[1] > 0) ratios.push_back(this_repeat[0] / this_repeat[1]);
+        auto add_ratio = [](std::vector<double>& to, double a, double b) {
+          if (a > 0 && b > 0) to.push_back(a / b);
+        };
+        for (std::size_t k = 0; k < servers.size(); ++k) {
+          if (k == 1) continue;
+          add_ratio(ratios[k], this_repeat[k].value, this_repeat[1].value);
+          add_ratio(cpu_ratios[k], this_repeat[k].cpu_us, this_repeat[1].cpu_us);
+        }
+        if (servers.size() > 2) {
+          add_ratio(b_ratios, this_repeat[2].value, this_repeat[0].value);
+          add_ratio(b_cpu_ratios, this_repeat[2].cpu_us, this_repeat[0].cpu_us);
+        }
       }
+      auto print_ratios = [](const char* lead, const std::vector<double>& v) {
+        if (v.empty()) return;
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        std::printf("%s%.2f (%.2f..%.2f)", lead, median_of(v), *lo, *hi);
+      };
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
-        std::printf("%-10s %5llu %-7s %10.0f %10.0f %10.0f", load.c_str(),
+        std::printf("%-10s %5llu %-8s %10.0f %10.0f %10.0f %8.1f", load.c_str(),
                     static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
-                    median_of(values[k]), *hi);
-        if (k == 0 && !ratios.empty()) {
-          const auto [rlo, rhi] = std::minmax_element(ratios.begin(), ratios.end());
-          std::printf("   %.2f (%.2f..%.2f)", median_of(ratios), *rlo, *rhi);
+                    median_of(values[k]), *hi, median_of(cpu[k]));
+        print_ratios("   ", ratios[k]);
+        print_ratios(", ", cpu_ratios[k]);
+        if (k == 2) {
+          print_ratios("; over spoold: ", b_ratios);
+          print_ratios(", ", b_cpu_ratios);
         }
         if (k == 0 && !notes.empty()) std::printf(" |%s", notes.c_str());
         std::printf("\n");
