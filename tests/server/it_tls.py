@@ -15,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import unittest
 import warnings
 
@@ -356,6 +357,45 @@ class TlsSlowHandshakeHoldsNoThreadTest(TlsCase, SiteTestCase):
             finally:
                 for s in slow:
                     s.close()
+
+
+@unittest.skipUnless(MODEL == "epoll", "the epoll model's loops, more of them than cores")
+class TlsAcrossLoopsTest(TlsCase, SiteTestCase):
+    """Four event loops, more than the cores here, each with its own listener on the TLS port:
+    every handshake of many concurrent clients is served, plain HTTP beside them too, each
+    handshake counted once, and the stop ends with exit 0."""
+
+    CLIENTS = 8
+    CONNECTIONS = 25  # each client's, one after another
+
+    def test_concurrent_handshakes_across_loops_then_stop(self):
+        ca, cert, key = self.make_certs(self.tmp.path)
+        with Spoold(self.site, self.store, tls_args(cert, key, ("--loops", "4"))) as server:
+            ctx = client_context(ca)
+            problems = []
+
+            def client():
+                try:
+                    for _ in range(self.CONNECTIONS):
+                        with tls_connect(server.tls_port, ctx) as s:
+                            status, _, body = get_over(s, "/hello.txt")
+                            if not status.startswith("HTTP/1.1 200") or body != HELLO:
+                                problems.append((status, body))
+                except Exception as e:  # reported below, with every other client's
+                    problems.append(repr(e))
+
+            threads = [threading.Thread(target=client) for _ in range(self.CLIENTS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(problems, [])
+            self.assertEqual(server.get("/hello.txt").body, HELLO)
+            metrics = self.tls_metrics(server, ca)  # its own handshake is counted too
+            handshakes = sum(v for k, v in metrics.items()
+                             if k.startswith("spoold_tls_handshakes_total"))
+            self.assertEqual(handshakes, self.CLIENTS * self.CONNECTIONS + 1)
+            server.stop()
 
 
 @unittest.skipIf(MODEL == "queue", "its handshake stage reads TLS from the first byte")
