@@ -1,6 +1,7 @@
 #include "load_options.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 
 namespace bench {
@@ -38,7 +39,10 @@ void apply_param(load_options& o, std::string_view flag, const std::string& valu
       if (m.empty()) usage_error(o, "--models wants spoold model names, e.g. epoll");
   } else if (flag == "--spoold" || flag == "--root" || flag == "--spoold-b") {
     if (value.empty()) usage_error(o, std::string(flag) + " needs a path");
-    (flag == "--spoold" ? o.spoold_path : flag == "--root" ? o.site_root : o.spoold_b_path) = value;
+    // Absolute: the servers start in directories of their own.
+    (flag == "--spoold" ? o.spoold_path
+     : flag == "--root" ? o.site_root
+                        : o.spoold_b_path) = std::filesystem::absolute(value).string();
   } else if (flag == "--reps") {
     o.reps = parse_count(o, flag, value);
     if (*o.reps < 1 || *o.reps > 1'000'000) usage_error(o, "--reps wants a count in 1..1000000");

@@ -405,7 +405,11 @@ void stop_store(const plan& p) {
 void run(const load_options& o, results& out) {
   if (!o.tls && !o.spoold_b_path.empty()) cannot_run("http", "--spoold-b goes with --tls");
   if (o.tls) {
-    run_http_tls(o);
+    try {
+      run_http_tls(o);
+    } catch (const std::exception& e) {
+      cannot_run("http", e.what());  // a server that cannot start, OpenSSL not set up
+    }
     return;
   }
   const plan p = make_plan(o);

@@ -21,6 +21,7 @@
 
 #include "experiments/http_tls.hpp"
 #include "process_stats.hpp"
+#include "results.hpp"
 #include "servers/compared_servers.hpp"
 #include "servers/nginx.hpp"
 #include "servers/run_setup.hpp"
@@ -57,13 +58,6 @@ struct tls_sample {
 // CPU per operation in µs, or 0 when none completed.
 double per_operation_us(double cpu_s, double operations) {
   return operations > 0 ? cpu_s * 1e6 / operations : 0;
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
@@ -192,14 +186,14 @@ void run_http_tls(const load_options& o) {
       }
       auto print_ratios = [](const char* lead, const std::vector<double>& v) {
         if (v.empty()) return;
-        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-        std::printf("%s%.2f (%.2f..%.2f)", lead, median_of(v), *lo, *hi);
+        const summary r = summarize(v);
+        std::printf("%s%.2f (%.2f..%.2f)", lead, r.median, r.min, r.max);
       };
       for (std::size_t k = 0; k < servers.size(); ++k) {
-        const auto [lo, hi] = std::minmax_element(values[k].begin(), values[k].end());
+        const summary rate = summarize(values[k]);
         std::printf("%-10s %5llu %-8s %10.0f %10.0f %10.0f %8.1f", load.c_str(),
-                    static_cast<unsigned long long>(connections), servers[k].name.c_str(), *lo,
-                    median_of(values[k]), *hi, median_of(cpu[k]));
+                    static_cast<unsigned long long>(connections), servers[k].name.c_str(), rate.min,
+                    rate.median, rate.max, summarize(cpu[k]).median);
         print_ratios("   ", ratios[k]);
         print_ratios(", ", cpu_ratios[k]);
         if (k == 2) {
