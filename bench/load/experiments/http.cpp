@@ -214,6 +214,7 @@ sample measure(const point& at, const plan& p, failure_log& log) {
            {"p99_ms", r.p99_ms},
            {"errors", static_cast<double>(r.errors())},
            {"connect_errors", static_cast<double>(r.connect_errors)},
+           {"timeouts", static_cast<double>(r.timeouts)},
            {"requests", static_cast<double>(r.requests)},
            {"server_cores", (cpu_after - cpu_before) / r.wall_s},
            {"client_cores", r.client_cpu_s / r.wall_s}}};

@@ -32,10 +32,11 @@ def run_once(load_bench, binary, a, out):
     failed = [r for r in rows if "value" not in r]
     if done.returncode != 0 or failed or not rows:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {done.returncode}):\n{done.stdout}")
-    # Requests/s, and the server's CPU microseconds per request (its process's CPU seconds per
-    # wall second over requests/s): on a machine others load too, the second moves less.
+    # Requests/s, the server's CPU microseconds per request (its process's CPU seconds per wall
+    # second over requests/s: on a machine others load too, it moves less), and wrk's errors.
     return {r["variant"]: (r["value"]["median"],
-                           1e6 * r["extras"]["server_cores"]["median"] / r["value"]["median"])
+                           1e6 * r["extras"]["server_cores"]["median"] / r["value"]["median"],
+                           r["extras"]["errors"]["median"])
             for r in rows}
 
 
@@ -69,9 +70,10 @@ def main():
                 for v in runs["A"][-1]), file=sys.stderr, flush=True)
     print(f"A: {a.a}\nB: {a.b}\n{a.rounds} rounds, wrk over {a.duration} s each; median "
           "(min-max) over the rounds; B/A: per-round ratio (req/s: above 1, B served more; CPU "
-          "per request: below 1, B spent less)")
+          "per request: below 1, B spent less); errors: wrk's socket errors and non-2xx/3xx "
+          "answers per run")
     print("| mode, concurrency | A req/s | B req/s | B/A req/s | A CPU us/req | B CPU us/req "
-          "| B/A CPU/req |\n|---|---|---|---|---|---|---|")
+          "| B/A CPU/req | A errors | B errors |\n|---|---|---|---|---|---|---|---|---|")
     for variant in runs["A"][0]:
         cells = []
         for i, fmt in ((0, lambda v: f"{v / 1000:.1f}k"), (1, lambda v: f"{v:.1f}")):
@@ -79,6 +81,8 @@ def main():
             vb = [run[variant][i] for run in runs["B"]]
             ratios = [b / x for b, x in zip(vb, va)]
             cells += [spread(va, fmt), spread(vb, fmt), spread(ratios, lambda v: f"{v:.3f}")]
+        for who in ("A", "B"):
+            cells.append(spread([run[variant][2] for run in runs[who]], lambda v: f"{v:.0f}"))
         print(f"| {variant} | " + " | ".join(cells) + " |")
 
 
