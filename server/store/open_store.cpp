@@ -26,11 +26,12 @@ std::unique_ptr<store> open_store(std::string_view spec, const store_options& op
       throw std::invalid_argument("store spec \"" + std::string(spec) +
                                   "\": replicas can only be asked of a Redis store");
     }
-    return open_sqlite_store(std::string(path));
+    return open_sqlite_store(std::string(path), options.connections);
   }
   redis_options redis = parse_redis_spec(spec);
   redis.replicas = options.replicas;
   redis.replica_timeout = options.replica_timeout;
+  redis.connections = options.connections;
   return open_redis_store(redis);
 }
 

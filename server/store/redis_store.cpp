@@ -32,21 +32,35 @@
 // do not confirm it within replica_timeout the call throws outcome_unknown (it is on the
 // primary, and may or may not survive a failover). The post key makes a retry safe either way.
 //
-// Failure handling. Every thread has its own connection with a connect timeout and a command
-// timeout, so a dead or stalled server costs a call at most one timeout, never a hang. On any
-// error the connection is dropped (a pipeline with unread replies cannot be reused) and the
-// thread backs off: for `backoff_initial`, doubling with each further failure up to
-// `backoff_max`, its calls throw unavailable at once without touching the network. The first
-// call after the backoff tries to connect again, so service resumes by itself when the server
+// Connections. The primary's connections are shared by the calls of every thread: a call
+// borrows one (or the right to make one) for its duration and gives it back at its end, when it
+// waits idle for the next call, so that the store holds as many connections as calls run at
+// once, at most `connections`. A call that finds them all lent waits for one to come back, for
+// at most connect_timeout, then throws unavailable. One connection per thread instead would
+// make a server with a thread per client (the threaded model) open and close one per request
+// and keep thousands open: a burst of connects overflows Redis's listen queue (511 by default),
+// and the connects whose SYN it drops time out; thousands of threads would pass its maxclients.
+// What a thread keeps of its own is its slot: its backoff, and its replica connection.
+// Invariant: lent_ + idle_.size() <= connections, under pool_mu_; a connection is used by one
+// call at a time, and the mutex orders its hand-over between threads. The forking models fork
+// only from threads that never call the store (forking.cpp), so a child starts with no
+// connection lent or idle.
+//
+// Failure handling. Every connection has a connect timeout and a command timeout, so a dead or
+// stalled server costs a call at most one timeout, never a hang. On any error the connection is
+// dropped (a pipeline with unread replies cannot be reused) and the calling thread backs off:
+// for `backoff_initial`, doubling with each further failure up to `backoff_max`, its calls that
+// would have to connect throw unavailable at once without touching the network. The first call
+// after the backoff tries to connect again, so service resumes by itself when the server
 // returns, and a server that stays down costs one refused connect per thread per backoff_max.
 // Recovery is shared, in both directions, so that a server with many threads (one per
 // connection, or a pool) fails and recovers as one rather than thread by thread:
 //  - once any thread connects after another thread's failure, that thread's backoff is over
 //    (its next call connects), so service is back in full as soon as one request found Redis up;
-//  - once any thread fails, every connection made before that failure is suspect (a restarted
-//    Redis has closed them all): each thread drops its own and connects afresh on its next
-//    call, instead of failing one request on the dead connection first. No command is ever
-//    sent twice, but for one refused with READONLY, which did nothing.
+//  - once any call fails, every connection made before that failure is suspect (a restarted
+//    Redis has closed them all): the call that borrows one drops it and connects afresh,
+//    instead of failing one request on the dead connection first. No command is ever sent
+//    twice, but for one refused with READONLY, which did nothing.
 //  - once the primary moves (+switch-master, or a READONLY), every connection made before is
 //    dropped and every backoff ends: the next call of each thread goes to the new primary.
 // The times this rests on live in a page of shared memory, so the processes of the forking
@@ -58,13 +72,17 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -120,7 +138,8 @@ struct demoted {
   std::string what;
 };
 
-// One thread's connection (absent while down) and its backoff state.
+// One thread's backoff state, and the connection lent to its call (absent between calls and
+// while down).
 struct redis_slot final : thread_connection {
   context_handle context;
   redis_endpoint at;        // where `context` is connected
@@ -151,7 +170,8 @@ class redis_store final : public store {
         fixed_{options_.host, options_.port},
         replicas_text_(std::to_string(options_.replicas)),
         replica_timeout_text_(std::to_string(options_.replica_timeout.count())),
-        shared_(make_shared_mapping<shared_times>("mmap (redis store)")) {
+        shared_(make_shared_mapping<shared_times>("mmap (redis store)")),
+        connections_(0) {  // a thread's slot is its own: none is kept for another
     // WAIT blocks for up to replica_timeout: the round trip's timeout must outlast it.
     command_timeout_ = options_.command_timeout +
                        (options_.replicas > 0 ? options_.replica_timeout : milliseconds{0});
@@ -346,6 +366,8 @@ class redis_store final : public store {
   template <class F>
   std::invoke_result_t<F&, redis_slot&, redisContext&> on_primary(F&& f) {
     redis_slot& s = slot();
+    borrow(s);
+    const lent_connection give_back{*this, s};
     for (int attempt = 0;; ++attempt) {
       redisContext& c = connected(s);
       try {
@@ -358,7 +380,60 @@ class redis_store final : public store {
     }
   }
 
-  // The thread's connection, connecting if it has none and is not backing off.
+  // Lends the slot the right to hold one connection to the primary for a call, with an idle
+  // connection if one is left (Connections, at the top of the file). While all `connections`
+  // are lent, waits for one to come back, for at most connect_timeout; then throws.
+  void borrow(redis_slot& s) {
+    std::unique_lock lock(pool_mu_);
+    const bool free = pool_returned_.wait_for(lock, options_.connect_timeout, [&] {
+      return !idle_.empty() || lent_ + idle_.size() < options_.connections;
+    });
+    if (!free) {
+      throw unavailable(name_ + ": all " + std::to_string(options_.connections) +
+                        " connections busy for " +
+                        std::to_string(options_.connect_timeout.count()) + " ms");
+    }
+    ++lent_;
+    if (idle_.empty()) return;
+    idle_connection& c = idle_.back();
+    s.context = std::move(c.context);
+    s.at = std::move(c.at);
+    s.connected_at = c.connected_at;
+    idle_.pop_back();
+  }
+
+  // Ends a call's loan: the slot's connection, unless a failure dropped it, waits idle for the
+  // next call.
+  void put_back(redis_slot& s) noexcept {
+    context_handle closing;  // closed outside the lock
+    {
+      std::lock_guard lock(pool_mu_);
+      --lent_;
+      if (s.context) {
+        try {
+          if (idle_.size() == idle_.capacity()) {
+            idle_.reserve(std::max<std::size_t>(8, 2 * idle_.size()));
+          }
+          idle_.push_back(idle_connection{std::move(s.context), std::move(s.at), s.connected_at});
+        } catch (const std::bad_alloc&) {  // from reserve, before anything moved: closed instead
+          closing = std::move(s.context);
+        }
+      }
+    }
+    pool_returned_.notify_one();
+  }
+
+  // Gives the slot's connection back when a call ends, however it ends.
+  struct lent_connection {
+    redis_store& store;
+    redis_slot& slot;
+    lent_connection(redis_store& st, redis_slot& sl) : store(st), slot(sl) {}
+    lent_connection(const lent_connection&) = delete;
+    lent_connection& operator=(const lent_connection&) = delete;
+    ~lent_connection() { store.put_back(slot); }
+  };
+
+  // The call's connection, connecting if it has none and the thread is not backing off.
   redisContext& connected(redis_slot& s) {
     if (s.context) {
       if (!failed_since(s.connected_at) && !moved_since(s.connected_at)) return *s.context;
@@ -511,11 +586,26 @@ class redis_store final : public store {
   // stopped before shared_ goes away.
   std::unique_ptr<sentinel_client> sentinel_;
   thread_connections connections_;
+  // The connections to the primary (Connections, at the top of the file): lent_ are lent to
+  // calls, idle_ wait for the next (the last one given back on top); lent_ + idle_.size() <=
+  // options_.connections.
+  struct idle_connection {
+    context_handle context;
+    redis_endpoint at;
+    steady::time_point connected_at;
+  };
+  std::mutex pool_mu_;
+  std::condition_variable pool_returned_;
+  std::size_t lent_ = 0;
+  std::vector<idle_connection> idle_;
 };
 
 }  // namespace
 
 std::unique_ptr<store> open_redis_store(const redis_options& options) {
+  if (options.connections == 0) {
+    throw std::invalid_argument("redis store: connections must be at least 1");
+  }
   return std::make_unique<redis_store>(options);
 }
 

@@ -245,7 +245,8 @@ class connection final : public thread_connection {
 
 class sqlite_store final : public store {
  public:
-  explicit sqlite_store(std::string path) : path_(std::move(path)) {
+  sqlite_store(std::string path, std::size_t idle_connections)
+      : path_(std::move(path)), connections_(idle_connections) {
     // Creates the file and schema once, up front, so that a path that cannot be created fails
     // here (at startup) rather than on the first request.
     db_handle db = open_db(path_);
@@ -315,8 +316,8 @@ class sqlite_store final : public store {
 
 }  // namespace
 
-std::unique_ptr<store> open_sqlite_store(const std::string& path) {
-  return std::make_unique<sqlite_store>(path);
+std::unique_ptr<store> open_sqlite_store(const std::string& path, std::size_t idle_connections) {
+  return std::make_unique<sqlite_store>(path, idle_connections);
 }
 
 }  // namespace spoold::store

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -92,12 +93,19 @@ class store {
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 
+// The default of store_options::connections.
+inline constexpr std::size_t default_store_connections = 64;
+
 // Settings that are not part of the spec (spoold's --store-replicas options).
 struct store_options {
   // Redis only: a post is acknowledged once this many replicas confirmed it (Redis WAIT), for
   // at most replica_timeout; after that it throws outcome_unknown. 0: the primary alone.
   unsigned replicas = 0;
   std::chrono::milliseconds replica_timeout{1000};
+  // Redis: at most this many connections to the primary, shared by the calls of every thread
+  // (at least 1; redis_options::connections). SQLite, whose connections are per thread: at most
+  // this many of those of exited threads kept open for the next threads (thread_connections.hpp).
+  std::size_t connections = default_store_connections;
 };
 
 // Parses "sqlite:PATH", "redis://HOST[:PORT]" (port 6379 by default) or
@@ -112,7 +120,9 @@ std::unique_ptr<store> open_store(std::string_view spec, const store_options& op
 
 // SQLite in WAL mode; creates the file and the schema if needed. Throws unavailable if the
 // file cannot be opened or created.
-std::unique_ptr<store> open_sqlite_store(const std::string& path);
+// `idle_connections`: store_options::connections.
+std::unique_ptr<store> open_sqlite_store(const std::string& path,
+                                         std::size_t idle_connections = default_store_connections);
 
 struct redis_endpoint {
   std::string host;
@@ -142,6 +152,10 @@ struct redis_options {
   // further failure up to `backoff_max`; meanwhile its calls throw unavailable at once.
   std::chrono::milliseconds backoff_initial{50};
   std::chrono::milliseconds backoff_max{2000};
+  // At most this many connections to the primary at once, shared by the calls of every thread;
+  // a call that finds them all in use waits up to connect_timeout for one, then throws
+  // unavailable. At least 1 (open_redis_store throws std::invalid_argument for 0).
+  std::size_t connections = default_store_connections;
 };
 
 // The Redis forms of a store spec, "redis://HOST[:PORT]" (port 6379 by default) and

@@ -379,6 +379,38 @@ TEST_F(SqliteStore, ThreadsMayOutliveTheStoreAndUseANewOne) {
   EXPECT_EQ(names_of(second->visit(10)), (std::vector<std::string>{"Ann", "Bob"}));
 }
 
+// How many of this process's descriptors are open on `path`.
+int descriptors_on(const std::string& path) {
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(fd.path(), ec) == path) ++n;
+  }
+  return n;
+}
+
+// A thread's SQLite connection outlives the thread: the next thread takes it instead of opening
+// the file again, and at most `idle` are kept.
+TEST_F(SqliteStore, ExitedThreadsLeaveTheirConnectionsToTheNext) {
+  auto s = spoold::store::open_sqlite_store(db_path(), 1);
+  auto in_thread = [](auto f) { std::async(std::launch::async, f).get(); };
+  in_thread([&] { s->add_entry({"Ann", "first thread"}); });
+  const int kept = descriptors_on(db_path());
+  EXPECT_GE(kept, 1);  // the exited thread's connection is still open
+  for (int t = 0; t < 4; ++t) {
+    in_thread([&] { s->add_entry({"Bob", "a later thread"}); });
+    EXPECT_EQ(descriptors_on(db_path()), kept) << "thread " << t << " opened the file again";
+  }
+  EXPECT_EQ(s->visit(10).total_entries, 5u);
+}
+
+TEST_F(SqliteStore, WithNoIdleConnectionsEachExitingThreadClosesItsOwn) {
+  auto s = spoold::store::open_sqlite_store(db_path(), 0);
+  std::async(std::launch::async, [&] { s->add_entry({"Ann", "gone with its thread"}); }).get();
+  EXPECT_EQ(descriptors_on(db_path()), 0);
+  EXPECT_EQ(s->visit(10).total_entries, 1u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Redis
 
@@ -501,8 +533,8 @@ long connected_clients_eventually(spoold_test::redis_client& raw, long want) {
   return clients;
 }
 
-// Threads that each call visit(1) on the store `visits` times and then stay alive (and so keep
-// their connections) until release(), which joins them.
+// Threads that each call visit(1) on the store `visits` times and then stay alive until
+// release(), which joins them.
 class parked_visitors {
  public:
   parked_visitors(spoold::store::store& s, int threads, int visits) : used_(threads) {
@@ -532,23 +564,91 @@ class parked_visitors {
   std::vector<std::thread> threads_;
 };
 
-TEST_F(RedisStore, AConnectionPerThreadClosedWhenTheThreadExits) {
+// A figure of INFO `section`, -1 if it is missing.
+long info_number(spoold_test::redis_client& raw, const std::string& section,
+                 const std::string& name) {
+  auto info = raw.command({"INFO", section});
+  const std::string text(info->str, info->len);
+  const std::string key = name + ":";
+  const std::size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::stol(text.substr(at + key.size()));
+}
+
+// The number of connections the server has accepted so far.
+long connections_received(spoold_test::redis_client& raw) {
+  return info_number(raw, "stats", "total_connections_received");
+}
+
+// Calls borrow a connection and give it back: threads that come later, one at a time, use the
+// connections the earlier ones made instead of making their own.
+TEST_F(RedisStore, ThreadsShareTheConnectionsOfOneStore) {
   constexpr int threads = 4;
   spoold_test::redis_client raw(server_->port());
   auto s = open_store(server_->spec());
-  parked_visitors workers(*s, threads, 2);  // the second visit on the same connection again
-  EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
+  parked_visitors workers(*s, threads, 2);
   workers.release();
-  EXPECT_EQ(connected_clients_eventually(raw, 1), 1);  // each exiting thread closed its own
-  EXPECT_EQ(s->visit(1).visitor_count, static_cast<std::uint64_t>(2 * threads + 1));
+  const long made = connections_received(raw);
+  for (int t = 0; t < 8; ++t) std::async(std::launch::async, [&] { s->visit(1); }).get();
+  EXPECT_EQ(connections_received(raw), made);
+  EXPECT_EQ(s->visit(1).visitor_count, static_cast<std::uint64_t>(2 * threads + 8 + 1));
 }
 
-TEST_F(RedisStore, DestroyingTheStoreClosesEveryThreadsConnection) {
+// However many threads call at once, the store holds at most `connections`; the calls beyond
+// wait for one, and every call is served.
+TEST_F(RedisStore, NoMoreConnectionsThanTheLimitHoweverManyThreads) {
+  constexpr int threads = 16;
+  constexpr int visits = 25;
+  spoold_test::redis_client raw(server_->port());
+  const long before = connections_received(raw);
+  spoold::store::redis_options o = options();
+  o.connections = 2;
+  o.connect_timeout = std::chrono::seconds(30);  // a bound on a wait, not a pace
+  auto s = spoold::store::open_redis_store(o);
+  { parked_visitors workers(*s, threads, visits); }
+  EXPECT_LE(connections_received(raw) - before, 2);
+  EXPECT_EQ(s->visit(1).visitor_count, static_cast<std::uint64_t>(threads * visits + 1));
+}
+
+// A call that finds every connection lent waits for one for connect_timeout, then fails with a
+// message that says so; once the connection is back, calls use it again.
+TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
+  spoold::store::redis_options o = options();
+  o.connections = 1;
+  o.connect_timeout = std::chrono::milliseconds(200);
+  o.replicas = 1;  // and there is none: the post holds the only connection in WAIT
+  o.replica_timeout = std::chrono::milliseconds(3000);
+  auto s = spoold::store::open_redis_store(o);
+  std::future<void> post = std::async(std::launch::async, [&] {
+    EXPECT_THROW(s->add_entry({"Ann", "waits for a replica"}), spoold::store::outcome_unknown);
+  });
+  spoold_test::redis_client raw(server_->port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool waiting = false;
+  while (!waiting && std::chrono::steady_clock::now() < deadline) {
+    auto list = raw.command({"CLIENT", "LIST"});
+    waiting = std::string(list->str, list->len).find("cmd=wait") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(waiting) << "the post never reached WAIT";
+  const std::string message = unavailable_message([&] { s->visit(1); });
+  EXPECT_NE(message.find("all 1 connections busy for 200 ms"), std::string::npos) << message;
+  post.get();
+  EXPECT_EQ(s->visit(1).total_entries, 1u);
+}
+
+TEST_F(RedisStore, AtLeastOneConnection) {
+  spoold::store::redis_options o = options();
+  o.connections = 0;
+  EXPECT_THROW(spoold::store::open_redis_store(o), std::invalid_argument);
+}
+
+TEST_F(RedisStore, DestroyingTheStoreClosesEveryConnection) {
   constexpr int threads = 4;
   spoold_test::redis_client raw(server_->port());
   auto s = open_store(server_->spec());
   parked_visitors workers(*s, threads, 1);  // alive while the store goes away
-  EXPECT_EQ(connected_clients_eventually(raw, 1 + threads), 1 + threads);
+  // Each visit was answered on a connection that is still open: the server counts it already.
+  EXPECT_GT(info_number(raw, "clients", "connected_clients"), 1);
   s.reset();
   EXPECT_EQ(connected_clients_eventually(raw, 1), 1);
   workers.release();
