@@ -97,9 +97,10 @@ int serve(const spoold::options& opts, const sigset_t& stop_signals) {
                  "than the main one may not be given back after a wave\n");
   }
 
-  std::unique_ptr<spoold::store::store> store = spoold::store::open_store(
-      opts.store,
-      {.replicas = opts.store_replicas, .replica_timeout = opts.store_replicas_timeout});
+  std::unique_ptr<spoold::store::store> store =
+      spoold::store::open_store(opts.store, {.replicas = opts.store_replicas,
+                                             .replica_timeout = opts.store_replicas_timeout,
+                                             .connections = opts.store_connections});
   spoold::static_files files({.root = opts.root});
   spoold::metrics counters;
   counters.set_node_name(opts.node_name);

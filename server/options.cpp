@@ -26,6 +26,9 @@ constexpr std::string_view help_text =
     "                        (default sqlite:./spoold.db)\n"
     "  --queue-store URL     the Redis whose task queues /queue shows, redis:// or\n"
     "                        redis-sentinel:// (default: --store, if it is Redis)\n"
+    "  --store-connections N  Redis: connections shared by all threads' calls (a call\n"
+    "                        waits up to 1 s for one); SQLite: connections of exited threads\n"
+    "                        kept for new ones (default 64; Redis 1 to 100000)\n"
     "  --store-replicas K    acknowledge a post once K Redis replicas have it (default 0)\n"
     "  --store-replicas-timeout S  how long a post waits for them; then 503 (default 1)\n"
     "  --model NAME          server architecture: epoll (default), iterative, forking,\n"
@@ -219,6 +222,9 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
       return false;
     }
     o.node_name = value;
+  } else if (name == "store-connections") {
+    if (!parse_unsigned(value, 100'000, n)) return bad();
+    o.store_connections = static_cast<std::size_t>(n);
   } else if (name == "store-replicas") {
     if (!parse_unsigned(value, 100, n)) return bad();
     o.store_replicas = static_cast<unsigned>(n);
@@ -271,6 +277,7 @@ constexpr std::string_view option_names[] = {"port",
                                              "accept-lock",
                                              "drain-delay",
                                              "node-name",
+                                             "store-connections",
                                              "store-replicas",
                                              "store-replicas-timeout",
                                              "max-connections-per-client",

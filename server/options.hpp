@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "http/parser.hpp"
 #include "net.hpp"
+#include "store/store.hpp"
 
 namespace spoold {
 
@@ -53,6 +55,9 @@ struct options {
   // A name for this server in a fleet ("" for none): the Spoold-Node header, the guestbook's
   // pages, /metrics labels, /api/stats and the dashboard.
   std::string node_name;
+  // Redis: the connections the calls of every thread share; SQLite: those of exited threads
+  // kept for new threads (store::store_options::connections).
+  std::size_t store_connections = store::default_store_connections;
   // A guestbook post is acknowledged once this many Redis replicas have it (WAIT), waiting at
   // most store_replicas_timeout.
   unsigned store_replicas = 0;

@@ -16,7 +16,7 @@ class CommandLineTest(SiteTestCase):
         r = run_spoold(["--help"])
         self.assertEqual(r.returncode, 0, r)
         for option in ("--port", "--store", "--max-connections", "--grace", "--access-log",
-                       "--node-name", "--drain-delay", "--store-replicas",
+                       "--node-name", "--drain-delay", "--store-replicas", "--store-connections",
                        "--store-replicas-timeout", "--trust-idle-timeout", "redis-sentinel://"):
             self.assertIn(option, r.stdout)
         r = run_spoold(["--version"])
@@ -29,6 +29,7 @@ class CommandLineTest(SiteTestCase):
                      ["stray-argument"], ["--node-name", "bad name"], ["--node-name", ""],
                      ["--node-name", "n" * 65], ["--drain-delay", "x"],
                      ["--store-replicas", "-1"], ["--store-replicas-timeout", "0"],
+                     ["--store-connections", "-1"], ["--store-connections", "100001"],
                      ["--trust-idle-timeout", "x"], ["--trust-idle-timeout", "-1"]):
             with self.subTest(args=args):
                 r = run_spoold(self.base() + args)
@@ -47,6 +48,8 @@ class CommandLineTest(SiteTestCase):
             ("store spec malformed", self.base() + ["--store", "postgres://x"]),
             ("sentinel spec malformed", self.base() + ["--store", "redis-sentinel://host"]),
             ("replicas asked of SQLite", self.base() + ["--store-replicas", "1"]),
+            ("no Redis connection allowed", self.base() + ["--store", "redis://127.0.0.1:1",
+                                                           "--store-connections", "0"]),
         )
         try:
             for what, args in cases:

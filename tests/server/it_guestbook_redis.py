@@ -1,6 +1,7 @@
 """The guestbook on a real redis-server: round trip, ZeroHTTPd's raw keys, and the store going
 down (503 for the guestbook, static files unaffected, /healthz says so) and coming back."""
 
+import concurrent.futures
 import os
 
 from spoold_harness import (HELLO, GuestbookChecks, Redis, ServerTestCase, main, page_entries,
@@ -69,6 +70,51 @@ class GuestbookRedisTest(GuestbookChecks, ServerTestCase):
         self.post("after", "the outage")
         self.assertIn(("after", "the outage"), page_entries(self.page()))
         self.assertIn(b"store: up", self.server.get("/healthz").body)
+
+
+def redis_figure(redis, section, name):
+    """A number of Redis's INFO section."""
+    info = redis.command("INFO", section).decode()
+    return int(next(line.split(":", 1)[1] for line in info.splitlines()
+                    if line.startswith(name + ":")))
+
+
+class ThreadedStoreConnectionsTest(ServerTestCase):
+    """A thread per client, and the Redis store's connections shared by their calls: however
+    many clients come and go at once, spoold holds at most --store-connections to Redis."""
+    server_args = ("--model", "threaded", "--store-connections", "2")
+
+    @classmethod
+    def store_spec(cls):
+        require_redis()
+        data = os.path.join(cls.tmp.path, "redis")
+        os.makedirs(data, exist_ok=True)
+        cls.redis = Redis(data).start()
+        return cls.redis.spec()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            if getattr(cls, "redis", None) is not None:
+                cls.redis.stop()
+
+    def test_many_clients_at_once_share_two_connections(self):
+        before = redis_figure(self.redis, "stats", "total_connections_received")
+        clients, each = 8, 10
+
+        def visit():
+            return [self.server.get("/guestbook").status for _ in range(each)]
+
+        with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+            statuses = [s for f in [pool.submit(visit) for _ in range(clients)]
+                        for s in f.result()]
+        self.assertEqual(statuses, [200] * (clients * each))
+        # Each INFO comes on a connection of its own, which the second one counts.
+        made = redis_figure(self.redis, "stats", "total_connections_received") - before - 1
+        self.assertLessEqual(made, 2)
+        self.assertEqual(int(self.redis.command("GET", "visitor_count")), clients * each)
 
 
 if __name__ == "__main__":
