@@ -8,8 +8,8 @@ from spoold_harness import (HELLO, GuestbookChecks, Redis, ServerTestCase, main,
                             require_redis, visitor_count, wait_until)
 
 
-class GuestbookRedisTest(GuestbookChecks, ServerTestCase):
-    server_args = ("--threads", "2:8")
+class RedisServerTestCase(ServerTestCase):
+    """A ServerTestCase whose spoold stores on a redis-server of its own (`cls.redis`)."""
 
     @classmethod
     def store_spec(cls):
@@ -26,6 +26,10 @@ class GuestbookRedisTest(GuestbookChecks, ServerTestCase):
         finally:
             if getattr(cls, "redis", None) is not None:
                 cls.redis.stop()
+
+
+class GuestbookRedisTest(GuestbookChecks, RedisServerTestCase):
+    server_args = ("--threads", "2:8")
 
     def test_raw_keys(self):
         self.post("raw", "stored <as> is")
@@ -79,26 +83,10 @@ def redis_figure(redis, section, name):
                     if line.startswith(name + ":")))
 
 
-class ThreadedStoreConnectionsTest(ServerTestCase):
+class ThreadedStoreConnectionsTest(RedisServerTestCase):
     """A thread per client, and the Redis store's connections shared by their calls: however
     many clients come and go at once, spoold holds at most --store-connections to Redis."""
     server_args = ("--model", "threaded", "--store-connections", "2")
-
-    @classmethod
-    def store_spec(cls):
-        require_redis()
-        data = os.path.join(cls.tmp.path, "redis")
-        os.makedirs(data, exist_ok=True)
-        cls.redis = Redis(data).start()
-        return cls.redis.spec()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            if getattr(cls, "redis", None) is not None:
-                cls.redis.stop()
 
     def test_many_clients_at_once_share_two_connections(self):
         before = redis_figure(self.redis, "stats", "total_connections_received")
