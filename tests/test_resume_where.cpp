@@ -86,6 +86,28 @@ TEST(ThenWhere, InlineOnTheCompletingThread) {
   EXPECT_EQ(get_elsewhere(h), 2);
 }
 
+// A worker's completion makes the state ready before it takes the continuations: a thread
+// that has seen the future ready must still run then_inline's function itself, however close
+// behind the completion it attaches.
+TEST(ThenWhere, InlineOnAFutureSeenReadyRunsOnTheCaller) {
+  spool::pool p(pool_config(1));
+  const std::thread::id here = std::this_thread::get_id();
+  int elsewhere = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto g = p.submit([i] { return i; });
+    while (!g.ready()) {
+    }
+    std::thread::id ran_on;
+    auto h = std::move(g).then_inline([&ran_on](int x) {
+      ran_on = std::this_thread::get_id();
+      return x;
+    });
+    EXPECT_EQ(h.get(), i);
+    if (ran_on != here) ++elsewhere;
+  }
+  EXPECT_EQ(elsewhere, 0);
+}
+
 spool::task<bool> await_elsewhere(spool::pool& mine, spool::future<int> theirs) {
   co_await std::move(theirs);
   co_return mine.is_worker() && spool::this_pool() == &mine;

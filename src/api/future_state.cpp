@@ -179,6 +179,11 @@ void state_base::complete(held how) noexcept {
 }
 
 bool state_base::add_continuation(continuation* c) noexcept {
+  // complete() sets k_ready before it closes the list, so a thread that has seen the state
+  // ready (a wait() that returned) could still find the list open and leave c to the
+  // completer. Checking k_ready first keeps the promise of then_inline and co_await: on a
+  // state this thread has seen ready, c runs here, at once.
+  if (ready()) return false;
   continuation* head = continuations_.load(std::memory_order_acquire);
   do {
     if (head == closed_list()) return false;
