@@ -1,5 +1,7 @@
 #include "app/app.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <string_view>
 #include <utility>
 
@@ -7,6 +9,7 @@
 
 #include "app/guestbook.hpp"
 #include "http/form.hpp"
+#include "report_limit.hpp"
 
 namespace spoold {
 namespace {
@@ -28,10 +31,18 @@ http::response method_not_allowed(std::string_view allow) {
   return resp;
 }
 
+// While the store is down every guestbook request fails the same way: stderr gets one line a
+// second with the latest reason and how many calls failed since the line before.
+report_limit store_failure_reports(std::chrono::seconds(1));
+
 // The 503 for a store call that failed; the page says what is known of the request's fate.
 http::response store_failed(metrics& counters, const store::unavailable& e, std::string_view node,
                             bool post_had_key = false) {
   counters.store_error();
+  if (const std::uint64_t failed = store_failure_reports.occurred(); failed != 0) {
+    std::fprintf(stderr, "spoold: store: %s (calls failed since the last report: %llu)\n", e.what(),
+                 static_cast<unsigned long long>(failed));
+  }
   store_trouble trouble;
   trouble.node = node;
   trouble.post_had_key = post_had_key;

@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,31 +12,18 @@
 
 #include "conn/transport.hpp"
 #include "limits/refusal.hpp"
+#include "report_limit.hpp"
 
 namespace spoold {
 namespace {
 
 // Out of descriptors, every model retries accept() every accept_pause (in every event loop), and
-// each try fails again until a descriptor is free: a line per failure would flood stderr. One
-// line per report_interval per process says how many failed since the line before; the first
-// failure after a quiet interval is reported at once.
-constexpr auto report_interval = std::chrono::seconds(1);
-
-std::atomic<std::uint64_t> unreported_exhaustions{0};
-std::atomic<std::int64_t> next_report_ns{0};  // steady_clock; 0: report the next failure
+// each try fails again until a descriptor is free: a line per failure would flood stderr.
+report_limit exhaustion_reports(std::chrono::seconds(1));
 
 void report_exhausted(int err) noexcept {
-  unreported_exhaustions.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-  std::int64_t due = next_report_ns.load(std::memory_order_relaxed);
-  if (now < due) return;
-  const std::int64_t next =
-      now + std::chrono::duration_cast<std::chrono::nanoseconds>(report_interval).count();
-  // One thread wins the interval's line; the others' failures are in its count or the next.
-  if (!next_report_ns.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
-  const std::uint64_t failed = unreported_exhaustions.exchange(0, std::memory_order_relaxed);
+  const std::uint64_t failed = exhaustion_reports.occurred();
+  if (failed == 0) return;
   char text[128];
   std::fprintf(stderr, "spoold: accept4: %s: pausing accepts (%llu failed since the last report)\n",
                ::strerror_r(err, text, sizeof text), static_cast<unsigned long long>(failed));

@@ -67,6 +67,12 @@ class GuestbookRedisTest(GuestbookChecks, RedisServerTestCase):
             self.assertEqual(self.server.get("/healthz/node").status, 200)
             errors = self.server.metrics()["spoold_store_errors_total"]
             self.assertGreaterEqual(errors, 2)
+            # stderr says why, once a second at most; the first failure at once.
+            line = self.server.err.wait_for(lambda l: l.startswith("spoold: store: "), 30)
+            self.assertIsNotNone(line, self.server.err.text())
+            self.assertIn(str(port), line)
+            self.assertTrue(line.rstrip().endswith("(calls failed since the last report: 1)"),
+                            line)
         finally:
             type(self).redis = Redis(self.redis.dir, port=port).start()
         wait_until(lambda: self.server.get("/guestbook").status == 200, 60,
