@@ -50,6 +50,8 @@ http::response store_failed(metrics& counters, const store::unavailable& e, std:
     trouble.what = store_trouble::kind::outcome_unknown;
   } else if (dynamic_cast<const store::no_primary*>(&e) != nullptr) {
     trouble.what = store_trouble::kind::no_primary;
+  } else if (dynamic_cast<const store::busy*>(&e) != nullptr) {
+    trouble.what = store_trouble::kind::busy;
   }
   http::response resp;
   resp.status = 503;

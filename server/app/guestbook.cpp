@@ -332,6 +332,11 @@ std::string render_store_down_page(std::string_view detail, const store_trouble&
           "<p>The guestbook store has no primary right now (a failover may be under way), "
           "so nothing was read or stored. Please try again in a few seconds.</p>\n";
       break;
+    case store_trouble::kind::busy:
+      out +=
+          "<p>The guestbook is too busy right now: its store had no free connection in time, "
+          "so nothing was read or stored. Please try again in a few seconds.</p>\n";
+      break;
     case store_trouble::kind::outcome_unknown:
       out +=
           "<p id=\"outcome\">Your entry <strong>may or may not have been stored</strong>: "

@@ -82,6 +82,7 @@ struct store_trouble {
     unavailable,      // the store is down: nothing was read or written
     no_primary,       // Redis Sentinel knows no primary (a failover may be under way)
     outcome_unknown,  // a post reached the store without confirmation that it is durable
+    busy,             // every store connection was in use: nothing was read or written
   };
   kind what = kind::unavailable;
   bool post_had_key = false;  // outcome_unknown: sending the form again cannot store it twice

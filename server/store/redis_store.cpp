@@ -36,7 +36,8 @@
 // borrows one (or the right to make one) for its duration and gives it back at its end, when it
 // waits idle for the next call, so that the store holds as many connections as calls run at
 // once, at most `connections`. A call that finds them all lent waits for one to come back, for
-// at most connect_timeout, then throws unavailable. One connection per thread instead would
+// at most connect_timeout, then throws busy (store.hpp), and a page view that gets busy is not
+// read from a replica instead. One connection per thread instead would
 // make a server with a thread per client (the threaded model) open and close one per request
 // and keep thousands open: a burst of connects overflows Redis's listen queue (511 by default),
 // and the connects whose SYN it drops time out; thousands of threads would pass its maxclients.
@@ -246,6 +247,8 @@ class redis_store final : public store {
       });
       slot().replica.reset();  // the primary answers again
       return p;
+    } catch (const busy&) {
+      throw;  // the primary answers; it is the load (store.hpp)
     } catch (const unavailable&) {
       if (std::optional<page> p = visit_replica(max_entries)) return std::move(*p);
       throw;
@@ -389,9 +392,9 @@ class redis_store final : public store {
       return !idle_.empty() || lent_ + idle_.size() < options_.connections;
     });
     if (!free) {
-      throw unavailable(name_ + ": all " + std::to_string(options_.connections) +
-                        " connections busy for " +
-                        std::to_string(options_.connect_timeout.count()) + " ms");
+      throw busy(name_ + ": all " + std::to_string(options_.connections) +
+                 " connections busy for " + std::to_string(options_.connect_timeout.count()) +
+                 " ms");
     }
     ++lent_;
     if (idle_.empty()) return;

@@ -45,6 +45,15 @@ class no_primary : public unavailable {
   using unavailable::unavailable;
 };
 
+// Every connection the store may hold was lent to other calls, and none came back within the
+// connect timeout: the store is slower than the load (or the limit too low for it). Nothing was
+// read or written. A page view is not read from a replica instead, as it is while the primary
+// is down: that would open more connections under the load that caused this.
+class busy : public unavailable {
+ public:
+  using unavailable::unavailable;
+};
+
 // A write whose outcome is not known: it reached the store, and then the confirmation that it
 // is durable did not come (the connection broke before the reply, or fewer replicas than asked
 // for confirmed it in time). The entry may or may not be stored; replaying the post with the

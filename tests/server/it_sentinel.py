@@ -5,12 +5,14 @@ cluster/fleet.py on a 127.x.y.0/24 block and ports of their own), and spoold wit
 Checks: posts are acknowledged once on the replica too and /healthz names the primary; a post
 the replica cannot confirm in time is answered 503 saying it may or may not be stored, and is
 stored once when sent again; while the primary does not answer, the guestbook's page is read
-from the replica (saying so, the visit not counted) and posts are refused; spoold follows a
+from the replica (saying so, the visit not counted) and posts are refused, but a page view that
+finds every store connection busy is refused, not read from the replica; spoold follows a
 failover (SENTINEL FAILOVER), hearing of it through +switch-master, and writes to the new
 primary; with no primary known (no Sentinel answers, or none knows the master) the guestbook
 answers 503 saying so, static files are served, and /healthz says why the store is down. Runs
 under the sanitizers too: the Sentinel watchers are threads of spoold's."""
 
+import concurrent.futures
 import os
 import signal
 import sys
@@ -145,6 +147,49 @@ class SentinelStoreTest(unittest.TestCase):
         wait_until(lambda: b"read from a replica" not in self.server.get("/guestbook").body, 30,
                    "pages to be read from the primary again")
         self.assertNotIn("while the primary is away", remarks_in(self.fleet, replica))
+
+    def test_2c_a_busy_store_is_503_not_a_page_from_the_replica(self):
+        # A page view that finds every store connection lent is refused (the primary answers:
+        # it is the load), not read from the replica as while the primary is away.
+        primary, replica = self.primary_and_replica()
+        self.fleet.store.wait_replica_online(replica, 60 * SCALE)
+        p = self.fleet.store.redis(primary)
+        # Two replicas asked for and one there: a post holds the only connection in WAIT (for
+        # up to 60 s) while the replica answers reads, until the test unblocks it.
+        busy = Spoold(self.site, self.fleet.store.spec(),
+                      ["--store-connections", "1", "--store-replicas", "2",
+                       "--store-replicas-timeout", "60", "--threads", "2:16"]).start()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                post = pool.submit(self.post, "held in WAIT", "key-busy", busy)
+                waiting = []
+
+                def post_waits():
+                    clients = wire.redis_command(p.addr, p.port, "CLIENT", "LIST").decode()
+                    waiting[:] = [line.split()[0].split("=")[1] for line in clients.splitlines()
+                                  if " cmd=wait " in f" {line} "]
+                    return waiting
+
+                wait_until(post_waits, 30, "the post to reach WAIT")
+                try:
+                    resp = busy.get("/guestbook")
+                finally:
+                    for client in waiting:
+                        wire.redis_command(p.addr, p.port, "CLIENT", "UNBLOCK", client)
+                self.assertEqual(resp.status, 503, resp)
+                self.assertIn(b"too busy", resp.body)
+                self.assertIn(b"all 1 connections busy", resp.body)
+                self.assertNotIn(b"read from a replica", resp.body)
+                # Unblocked, WAIT counted one replica of the two.
+                resp = post.result()
+                self.assertEqual(resp.status, 503, resp)
+                self.assertIn(b"1 of 2 replicas", resp.body)
+            line = busy.err.wait_for(lambda l: "connections busy" in l, 30)
+            self.assertIsNotNone(line, busy.err.text())
+            self.assertTrue(line.startswith("spoold: store: "), line)
+        finally:
+            busy.stop()
+        self.assertEqual(remarks_in(self.fleet, primary).count("held in WAIT"), 1)
 
     def test_3_failover_is_followed(self):
         old, replica = self.primary_and_replica()

@@ -333,6 +333,12 @@ TEST(StoreDownPage, SaysWhatIsKnownOfThePost) {
   EXPECT_TRUE(contains(no_primary, "nothing was read or stored"));
   EXPECT_TRUE(contains(no_primary, "<span id=\"node-name\">web3</span>"));
 
+  const std::string busy =
+      render_store_down_page("all 64 connections busy", {.what = kind::busy, .node = {}});
+  EXPECT_TRUE(contains(busy, "too busy"));
+  EXPECT_TRUE(contains(busy, "nothing was read or stored"));
+  EXPECT_TRUE(contains(busy, "all 64 connections busy"));
+
   const std::string with_key = render_store_down_page(
       "2 replicas", {.what = kind::outcome_unknown, .post_had_key = true, .node = {}});
   EXPECT_TRUE(contains(with_key, "may or may not have been stored"));
