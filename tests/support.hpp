@@ -57,6 +57,15 @@ T get_elsewhere(spool::future<T>&& f) {
   return get_elsewhere(f);
 }
 
+// Runs an empty task on a worker of `p` and returns once it ran; that worker parks after it if
+// nothing else is queued. Waits on a latch, not a future: an outside thread's get() may take
+// its own task back (as above), and then no worker runs it or parks after it.
+inline void run_on_a_worker(spool::pool& p) {
+  std::latch ran{1};
+  p.post([&ran] { ran.count_down(); });
+  ran.wait();
+}
+
 // Occupies every worker of `p` with a task that waits at `release` (a std::latch, or a gate
 // declared after the pool so that an early return lets the workers go); returns once all of
 // them are running, so nothing is queued. `started` must count p.thread_count().

@@ -8,6 +8,7 @@
 #include <spool/spool.hpp>
 
 #include "core_testing.hpp"
+#include "support.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -22,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using spool::detail::core_testing;
+using spool_test::run_on_a_worker;
 
 struct thread_info {
   char state = '?';
@@ -100,6 +102,22 @@ std::string thread_named(const std::string& comm) {
   return {};
 }
 
+// True once a worker watches the pending timer, the timer thread backs it up, and every one of
+// the `expected` threads sleeps (read into `threads`, as settled()). A worker takes the watch
+// when it parks with the timer pending, unless a takeover by the timer thread (a watcher held
+// back by a loaded machine) paused the watch (src/timers/README.md); so while all sleep and
+// none watches, one more runs a task and parks again.
+bool watched_and_settled(spool::pool& pool, const std::string& name, std::size_t expected,
+                         std::map<std::string, thread_info>& threads) {
+  const auto& core = spool::detail::pool_access::of(pool);
+  if (core_testing::timer_watcher(core) < 0) {
+    if (settled(core, name, threads, expected)) run_on_a_worker(pool);
+    return false;
+  }
+  return core_testing::timer_thread_backs_up(core) && settled(core, name, threads, expected) &&
+         core_testing::timer_watcher(core) >= 0;
+}
+
 // Sleeps `interval`, a window in which a wake-up would show, then reads the threads named
 // `name` again.
 std::map<std::string, thread_info> after_interval(const std::string& name,
@@ -159,13 +177,18 @@ TEST(Idle, TimerFarAheadWakesOnceWhenDue) {
   // Start the timer thread and run the workers once.
   pool.submit_after(std::chrono::milliseconds(1), [] {}).get();
   pool.wait_idle();
+  const auto& core = spool::detail::pool_access::of(pool);
+  std::map<std::string, thread_info> before;
+  // Every worker asleep before the timer is posted: one that parked while it was pending would
+  // watch it (the next test), and this test is about the timer thread.
+  while (!settled(core, "idletmr", before, threads + 1)) {
+  }
 
   std::latch fired{1};
   spool::timer t = pool.post_after(std::chrono::milliseconds(1500), [&] { fired.count_down(); });
-  const auto& core = spool::detail::pool_access::of(pool);
-  std::map<std::string, thread_info> before;
   while (!settled(core, "idletmr", before, threads + 1)) {
   }
+  ASSERT_LT(core_testing::timer_watcher(core), 0) << "a worker watches the timer";
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
   const auto mid = after_interval("idletmr", std::chrono::milliseconds(500));
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
@@ -207,13 +230,10 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
   std::latch fired{1};
   spool::timer t = pool.post_after(std::chrono::milliseconds(1500), [&] { fired.count_down(); });
   // A worker that parks while the timer is pending takes the watch.
-  pool.submit([] {}).get();
+  run_on_a_worker(pool);
   const auto& core = spool::detail::pool_access::of(pool);
   std::map<std::string, thread_info> before;
-  while ((core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core) ||
-          !settled(core, "idlewatch", before, threads + 1)) &&
-         !fired.try_wait()) {
-    std::this_thread::yield();
+  while (!watched_and_settled(pool, "idlewatch", threads + 1, before) && !fired.try_wait()) {
   }
   ASSERT_FALSE(fired.try_wait()) << "the machine was too slow to observe the wait";
   const auto mid = after_interval("idlewatch", std::chrono::milliseconds(500));
@@ -237,12 +257,10 @@ TEST(Idle, WatchedTimerFarAheadWakesNothingBeforeItIsDue) {
 TEST(Idle, SubmissionsToAWatcherWakeNoTimerThread) {
   spool::pool pool{quiet_config("idlewoke", 1)};
   spool::timer t = pool.post_after(std::chrono::hours(1), [] {});
-  pool.submit([] {}).get();
+  run_on_a_worker(pool);
   const auto& core = spool::detail::pool_access::of(pool);
   std::map<std::string, thread_info> before;
-  while (core_testing::timer_watcher(core) != 0 || !core_testing::timer_thread_backs_up(core) ||
-         !settled(core, "idlewoke", before, 2)) {
-    std::this_thread::yield();
+  while (!watched_and_settled(pool, "idlewoke", 2, before)) {
   }
   const std::string timer_tid = thread_named("idlewoke-tmr");
   ASSERT_FALSE(timer_tid.empty());

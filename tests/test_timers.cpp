@@ -31,6 +31,7 @@ using spool_test::gate;
 using spool_test::hold_workers;
 using spool_test::pool_config;
 using spool_test::release_counter;
+using spool_test::run_on_a_worker;
 
 TEST(Timers, PostAfterRunsOnceNotBeforeItsDeadline) {
   spool::pool pool{pool_config(2)};
@@ -326,7 +327,7 @@ TEST(TimerWatch, AnIdleWorkerWatchesThePendingTimer) {
     runs.fetch_add(1);
     return clock_type::now();
   });
-  pool.submit([] {}).get();  // a worker runs this and then parks with the timer pending
+  run_on_a_worker(pool);  // a worker runs this and then parks with the timer pending
   while ((core_testing::timer_watcher(core) < 0 || !core_testing::timer_thread_backs_up(core)) &&
          runs.load() == 0) {
     std::this_thread::yield();
@@ -336,7 +337,7 @@ TEST(TimerWatch, AnIdleWorkerWatchesThePendingTimer) {
   EXPECT_TRUE(watcher == 0 || watcher == 1) << watcher;
   EXPECT_GE(f.get(), deadline);
   EXPECT_EQ(runs.load(), 1);
-  pool.submit([] {}).get();  // and parks again, with nothing pending
+  run_on_a_worker(pool);  // and parks again, with nothing pending
   while (core_testing::timer_watcher(core) >= 0) std::this_thread::yield();
   EXPECT_EQ(runs.load(), 1);
 }
@@ -358,7 +359,7 @@ TEST(TimerWatch, ALongTaskOnTheWatcherDoesNotHoldBackTheNextTimer) {
       first_saw_second = second.wait_for(30s) == std::future_status::ready;
     });
     const spool::timer second_timer = pool.post_after(3ms, [&] { second_ran.set_value(); });
-    pool.submit([] {}).get();  // a worker parks with both pending, watching the first
+    run_on_a_worker(pool);  // a worker parks with both pending, watching the first
     f.get();
     EXPECT_TRUE(first_saw_second) << "iteration " << i;
   }
@@ -374,14 +375,14 @@ TEST(TimerWatch, APausedWatchLeavesTheDeadlineToTheThread) {
   auto& core = spool::detail::pool_access::of(pool);
   core_testing::pause_timer_watch(core, clock_type::now() + 1h);
   spool::timer far = pool.post_after(1h, [] {});
-  pool.submit([] {}).get();  // a worker runs this and then parks with the timer pending
+  run_on_a_worker(pool);  // a worker runs this and then parks with the timer pending
   // Both workers parked, each after its last look, with the thread serving the deadline.
   while (core_testing::sleepers(core) < 2) std::this_thread::yield();
   EXPECT_EQ(core_testing::timer_watcher(core), -1);
   EXPECT_FALSE(core_testing::timer_thread_backs_up(core));
 
   core_testing::pause_timer_watch(core, clock_type::now());  // the pause ends
-  pool.submit([] {}).get();  // and the worker that ran this parks again, watching
+  run_on_a_worker(pool);  // and the worker that ran this parks again, watching
   const auto guard = clock_type::now() + 30s;
   while (core_testing::timer_watcher(core) < 0 && clock_type::now() < guard) {
     std::this_thread::yield();
@@ -459,7 +460,7 @@ TEST(TimersStress, DrainRacesWatchers) {
           (void)pool.post_after(std::chrono::microseconds(50 * (k % 40)),
                                 [&, c = release_counter(released)] { runs.fetch_add(1); });
         }
-        pool.submit([] {}).get();  // a worker parks watching the earliest
+        run_on_a_worker(pool);  // a worker parks watching the earliest
         dropped = pool.shutdown(spool::shutdown_mode::drain);
       }
       EXPECT_EQ(static_cast<std::size_t>(runs.load()) + dropped, static_cast<std::size_t>(n));
