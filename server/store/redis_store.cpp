@@ -37,10 +37,10 @@
 // waits idle for the next call, so that the store holds as many connections as calls run at
 // once, at most `connections`. A call that finds them all lent waits for one to come back, for
 // at most connect_timeout, then throws busy (store.hpp), and a page view that gets busy is not
-// read from a replica instead. One connection per thread instead would
-// make a server with a thread per client (the threaded model) open and close one per request
-// and keep thousands open: a burst of connects overflows Redis's listen queue (511 by default),
-// and the connects whose SYN it drops time out; thousands of threads would pass its maxclients.
+// read from a replica instead. One connection per thread instead would make a server with a
+// thread per client (the threaded model) open and close one per request and keep thousands
+// open: a burst of connects overflows Redis's listen queue (511 by default), and the connects
+// whose SYN it drops time out; thousands of threads would pass its maxclients.
 // What a thread keeps of its own is its slot: its backoff, and its replica connection.
 // Invariant: lent_ + idle_.size() <= connections, under pool_mu_; a connection is used by one
 // call at a time, and the mutex orders its hand-over between threads. The forking models fork
