@@ -42,10 +42,14 @@
 // open: a burst of connects overflows Redis's listen queue (511 by default), and the connects
 // whose SYN it drops time out; thousands of threads would pass its maxclients.
 // What a thread keeps of its own is its slot: its backoff, and its replica connection.
+// The health check (check(), for /healthz) has one more connection of its own, outside the
+// `connections`: a server whose connections are all lent under load would otherwise report
+// the store down, and a balancer would take a loaded node out of rotation, while the check is
+// meant to tell whether the primary answers.
 // Invariant: lent_ + idle_.size() <= connections, under pool_mu_; a connection is used by one
 // call at a time, and the mutex orders its hand-over between threads. The forking models fork
 // only from threads that never call the store (forking.cpp), so a child starts with no
-// connection lent or idle.
+// connection lent or idle, and none for its checks.
 //
 // Failure handling. Every connection has a connect timeout and a command timeout, so a dead or
 // stalled server costs a call at most one timeout, never a hang. On any error the connection is
@@ -255,9 +259,12 @@ class redis_store final : public store {
     }
   }
 
+  // On the check's own connection (Connections, at the top of the file), so that a server
+  // whose shared connections are all lent still learns whether the primary answers.
   health check() noexcept override {
     try {
-      return on_primary([&](redis_slot& s, redisContext& c) {
+      const std::lock_guard lock(check_mu_);
+      return run_on(check_slot_, [&](redis_slot& s, redisContext& c) {
         append(s, c, {"PING"});
         expect_type(s, next(s, c), REDIS_REPLY_STATUS, "PING");
         return health{true, "primary " + s.at.text()};
@@ -371,6 +378,12 @@ class redis_store final : public store {
     redis_slot& s = slot();
     borrow(s);
     const lent_connection give_back{*this, s};
+    return run_on(s, f);
+  }
+
+  // on_primary() on the connection `s` holds (or makes), which the caller has to itself.
+  template <class F>
+  std::invoke_result_t<F&, redis_slot&, redisContext&> run_on(redis_slot& s, F&& f) {
     for (int attempt = 0;; ++attempt) {
       redisContext& c = connected(s);
       try {
@@ -601,6 +614,9 @@ class redis_store final : public store {
   std::condition_variable pool_returned_;
   std::size_t lent_ = 0;
   std::vector<idle_connection> idle_;
+  // The health check's connection and backoff, outside the pool: one check at a time.
+  std::mutex check_mu_;
+  redis_slot check_slot_;
 };
 
 }  // namespace

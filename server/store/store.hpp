@@ -94,7 +94,8 @@ class store {
   // Redis with Sentinels: while the primary cannot be reached, reads a replica instead
   // (page::from_replica), and throws only when no replica answers either.
   virtual page visit(std::size_t max_entries) = 0;
-  // A cheap round trip (SQLite: a read; Redis: PING on the primary). Never throws.
+  // A cheap round trip (SQLite: a read; Redis: PING on the primary, over a connection kept for
+  // checks, so a check answers while every shared connection is lent). Never throws.
   virtual health check() noexcept = 0;
   bool ping() noexcept { return check().up; }
   // "sqlite:/path/spoold.db", "redis://127.0.0.1:6379" or

@@ -173,9 +173,14 @@ class SentinelStoreTest(unittest.TestCase):
                 wait_until(post_waits, 30, "the post to reach WAIT")
                 try:
                     resp = busy.get("/guestbook")
+                    # The health check has a connection of its own: the node is loaded, and
+                    # its store is up.
+                    health = busy.get("/healthz")
                 finally:
                     for client in waiting:
                         wire.redis_command(p.addr, p.port, "CLIENT", "UNBLOCK", client)
+                self.assertEqual(health.status, 200, health)
+                self.assertIn(f"store: up (primary {p.text})".encode(), health.body)
                 self.assertEqual(resp.status, 503, resp)
                 self.assertIn(b"too busy", resp.body)
                 self.assertIn(b"all 1 connections busy", resp.body)

@@ -641,6 +641,39 @@ TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
   EXPECT_EQ(s->visit(1).total_entries, 1u);
 }
 
+// The health check has a connection of its own: with the only shared one held, it still
+// finds the primary up (and the check makes no second connection of its own on the next call).
+TEST_F(RedisStore, ACheckAnswersWhileEveryConnectionIsLent) {
+  spoold::store::redis_options o = options();
+  o.connections = 1;
+  o.connect_timeout = std::chrono::milliseconds(200);
+  o.replicas = 1;  // and there is none: the post holds the only connection in WAIT
+  o.replica_timeout = std::chrono::milliseconds(3000);
+  auto s = spoold::store::open_redis_store(o);
+  std::future<void> post = std::async(std::launch::async, [&] {
+    EXPECT_THROW(s->add_entry({"Ann", "waits for a replica"}), spoold::store::outcome_unknown);
+  });
+  spoold_test::redis_client raw(server_->port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool waiting = false;
+  while (!waiting && std::chrono::steady_clock::now() < deadline) {
+    auto list = raw.command({"CLIENT", "LIST"});
+    waiting = std::string(list->str, list->len).find("cmd=wait") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(waiting) << "the post never reached WAIT";
+  const long received = connections_received(raw);
+  const spoold::store::health h = s->check();
+  EXPECT_TRUE(h.up) << h.detail;
+  EXPECT_NE(h.detail.find("primary 127.0.0.1:" + std::to_string(server_->port())),
+            std::string::npos)
+      << h.detail;
+  EXPECT_THROW((void)s->visit(1), spoold::store::busy);  // the shared one is still lent
+  EXPECT_TRUE(s->check().up);
+  EXPECT_EQ(connections_received(raw), received + 1);  // the check's, once
+  post.get();
+}
+
 TEST_F(RedisStore, AtLeastOneConnection) {
   spoold::store::redis_options o = options();
   o.connections = 0;
@@ -694,9 +727,12 @@ TEST_F(RedisStore, DuringBackoffCallsFailWithoutConnecting) {
   // The server is up, yet the store does not try it: it is backing off.
   const std::string message = unavailable_message([&] { s->visit(1); });
   EXPECT_NE(message.find("next attempt in"), std::string::npos) << message;
-  EXPECT_FALSE(s->ping());
   spoold_test::redis_client raw(server_->port());
   EXPECT_EQ(raw.command({"GET", "visitor_count"})->type, REDIS_REPLY_NIL);  // nothing reached it
+  // The health check, on a connection of its own, has no backoff yet: it finds the server up,
+  // and like any call that connects it ends the other calls' backoff.
+  EXPECT_TRUE(s->ping());
+  EXPECT_EQ(s->visit(1).visitor_count, 1u);
 }
 
 // One thread finding the server back ends every other thread's backoff: a server that serves
