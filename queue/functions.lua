@@ -686,7 +686,11 @@ local function claim(keys, args)
   local lease = arg_int(args, 4, 1, 2 ^ 40)
   local takeovers = arg_int(args, 5, 0, 1)
   local aging = arg_int(args, 6, 0, 2 ^ 40)
-  local listed_ms = args[7] and arg_int(args, 7, 0, 2 ^ 40) or 0
+  -- Absent, 0; present and malformed, nil (refused below), not 0.
+  local listed_ms = 0
+  if args[7] then
+    listed_ms = arg_int(args, 7, 0, 2 ^ 40)
+  end
   local read = args[8] or '0-0'
   if not P or not Q or not consumer or consumer == '' or not room or not lease or not takeovers
       or not aging or not listed_ms or not string.match(read, '^%d+%-%d+$') or #args > 8 then

@@ -148,6 +148,23 @@ TEST_F(Direct, TheConsumerWithTheMostRoomIsGivenTheJob) {
   EXPECT_EQ(listed(r, "small"), "1");
 }
 
+// The optional arguments of a claim are refused when malformed, not taken for their defaults.
+TEST_F(Direct, AClaimWithAMalformedListingTimeIsRefused) {
+  producer p(url());
+  auto load = p.submit("q", "t", "load");  // loads the functions
+  redis_client r = raw();
+  for (const char* bad : {"-1", "x", "", "1.5"}) {
+    const auto reply = claim(r, "ghost", "3", bad);
+    ASSERT_EQ(reply->type, REDIS_REPLY_ERROR) << bad;
+    EXPECT_NE(text(*reply).find("BADARG"), std::string::npos) << text(*reply);
+  }
+  const auto reply = claim(r, "ghost", "3", "60000", "not-an-id");
+  ASSERT_EQ(reply->type, REDIS_REPLY_ERROR);
+  EXPECT_NE(text(*reply).find("BADARG"), std::string::npos) << text(*reply);
+  EXPECT_EQ(listed(r, "ghost"), "");
+  EXPECT_EQ(status(load.id).state, job_state::queued);  // no claim took it
+}
+
 TEST_F(Direct, NoJobOvertakesOneThatWaitsInAStream) {
   producer p(url());
   spool::queue::admin a(url());
