@@ -611,17 +611,25 @@ TEST_F(RedisStore, NoMoreConnectionsThanTheLimitHoweverManyThreads) {
 
 // A call that finds every connection lent waits for one for connect_timeout, then fails with a
 // message that says so; once the connection is back, calls use it again.
-TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
-  spoold::store::redis_options o = options();
+// A store of one connection (connect_timeout 200 ms), and a post that holds it in WAIT for a
+// replica that does not exist, for up to 3 s; the post then fails with outcome_unknown.
+// Declared in this order so that the post ends before the store goes away.
+struct one_connection_held {
+  std::unique_ptr<spoold::store::store> store;
+  std::future<void> post;
+};
+
+// Opens h.store with `o` and starts h.post; returns once Redis lists the post in WAIT.
+void hold_the_only_connection(spoold::store::redis_options o, int port, one_connection_held& h) {
   o.connections = 1;
   o.connect_timeout = std::chrono::milliseconds(200);
-  o.replicas = 1;  // and there is none: the post holds the only connection in WAIT
+  o.replicas = 1;  // and there is none
   o.replica_timeout = std::chrono::milliseconds(3000);
-  auto s = spoold::store::open_redis_store(o);
-  std::future<void> post = std::async(std::launch::async, [&] {
+  h.store = spoold::store::open_redis_store(o);
+  h.post = std::async(std::launch::async, [s = h.store.get()] {
     EXPECT_THROW(s->add_entry({"Ann", "waits for a replica"}), spoold::store::outcome_unknown);
   });
-  spoold_test::redis_client raw(server_->port());
+  spoold_test::redis_client raw(port);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   bool waiting = false;
   while (!waiting && std::chrono::steady_clock::now() < deadline) {
@@ -630,6 +638,12 @@ TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
     if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_TRUE(waiting) << "the post never reached WAIT";
+}
+
+TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
+  one_connection_held h;
+  ASSERT_NO_FATAL_FAILURE(hold_the_only_connection(options(), server_->port(), h));
+  auto& s = h.store;
   try {
     (void)s->visit(1);
     ADD_FAILURE() << "a visit got a connection that a post holds";
@@ -637,31 +651,17 @@ TEST_F(RedisStore, ACallWaitsForABusyConnectionThenFails) {
     EXPECT_NE(std::string(e.what()).find("all 1 connections busy for 200 ms"), std::string::npos)
         << e.what();
   }
-  post.get();
+  h.post.get();
   EXPECT_EQ(s->visit(1).total_entries, 1u);
 }
 
 // The health check has a connection of its own: with the only shared one held, it still
 // finds the primary up (and the check makes no second connection of its own on the next call).
 TEST_F(RedisStore, ACheckAnswersWhileEveryConnectionIsLent) {
-  spoold::store::redis_options o = options();
-  o.connections = 1;
-  o.connect_timeout = std::chrono::milliseconds(200);
-  o.replicas = 1;  // and there is none: the post holds the only connection in WAIT
-  o.replica_timeout = std::chrono::milliseconds(3000);
-  auto s = spoold::store::open_redis_store(o);
-  std::future<void> post = std::async(std::launch::async, [&] {
-    EXPECT_THROW(s->add_entry({"Ann", "waits for a replica"}), spoold::store::outcome_unknown);
-  });
+  one_connection_held held;
+  ASSERT_NO_FATAL_FAILURE(hold_the_only_connection(options(), server_->port(), held));
+  auto& s = held.store;
   spoold_test::redis_client raw(server_->port());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  bool waiting = false;
-  while (!waiting && std::chrono::steady_clock::now() < deadline) {
-    auto list = raw.command({"CLIENT", "LIST"});
-    waiting = std::string(list->str, list->len).find("cmd=wait") != std::string::npos;
-    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(waiting) << "the post never reached WAIT";
   const long received = connections_received(raw);
   const spoold::store::health h = s->check();
   EXPECT_TRUE(h.up) << h.detail;
@@ -671,7 +671,7 @@ TEST_F(RedisStore, ACheckAnswersWhileEveryConnectionIsLent) {
   EXPECT_THROW((void)s->visit(1), spoold::store::busy);  // the shared one is still lent
   EXPECT_TRUE(s->check().up);
   EXPECT_EQ(connections_received(raw), received + 1);  // the check's, once
-  post.get();
+  held.post.get();
 }
 
 TEST_F(RedisStore, AtLeastOneConnection) {
