@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <atomic>
+#include <cerrno>
 #include <mutex>
 
 #if SPOOL_TASK_CACHE
@@ -60,6 +62,20 @@ char* take_ring(std::size_t size_class) noexcept { return ring_pool::get().take(
 
 void give_back_ring(char* ring, std::size_t size_class) noexcept {
   ring_pool::get().give_back(ring, size_class);
+}
+
+void populate_ring(char* p, std::size_t bytes) noexcept {
+#ifdef MADV_POPULATE_WRITE
+  // Once refused (a kernel before 5.14: EINVAL), not asked again.
+  static std::atomic<bool> refused{false};
+  if (refused.load(std::memory_order_relaxed)) return;
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    refused.store(true, std::memory_order_relaxed);
+  }
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 }  // namespace spool::detail::memory

@@ -15,7 +15,10 @@
 // holds (it just ran the task); the producer's acquire load of the word, when it comes round,
 // is the only hand-over. A block still in use when the producer comes round (a long task, or a
 // backlog longer than the ring) is passed over; after k_ring_tries such blocks in a row, the
-// next k_ring_rest allocations come from the magazines.
+// next k_ring_rest allocations come from the magazines. On its first lap through a ring the
+// owner backs the ring's pages k_ring_populate_bytes ahead at a time (populate_ring): left to
+// the first writes, a page fault would land on one post in every page's worth of blocks (64
+// posts of 64-byte tasks), about a thousand of them per ring, each several microseconds.
 //
 // Invariants:
 //  - A ring block is handed out only by the ring's owner, and only when its state word says
@@ -26,8 +29,9 @@
 //    gives its rings back when it exits, blocks in use and all; the next owner passes over
 //    those until they are freed. Rings are never unmapped, since any block may be freed at any
 //    time. They are cut from one reservation of k_region_bytes (address space; a page is
-//    backed once written), at most k_rings of them; a thread that finds none left uses the
-//    magazines for good.
+//    backed once populated or written), at most k_rings of them; a thread that finds none left
+//    uses the magazines for good. Populating leaves a page already backed as it is, so a ring
+//    taken again, with blocks still in use, loses nothing.
 //  - fork(): the ring pool's lock is taken around fork() (pthread_atfork).
 #pragma once
 
@@ -57,6 +61,10 @@ constexpr std::uint32_t k_ring_tries = 8;
 constexpr std::uint32_t k_ring_rest = 1024;
 // How far ahead of the block handed out the ring's next blocks are prefetched, in blocks.
 constexpr std::uint32_t k_ring_prefetch = 8;
+// A ring's pages are backed ahead of its owner's first lap this many bytes at a time
+// (populate_ring), so that the lap costs k_ring_bytes / k_ring_populate_bytes system calls
+// instead of a page fault every page's worth of blocks, each on the path of one post.
+constexpr std::size_t k_ring_populate_bytes = std::size_t{256} << 10;
 
 // The last 4 bytes of a ring block say whether it is free; a task in the block never reaches
 // them (a ring block is used only for a task at least 4 bytes smaller).
@@ -100,6 +108,10 @@ inline void free_ring_block(void* p, std::size_t c) noexcept {
 // A ring of the class (one given back, else a fresh one), or null if none is left.
 char* take_ring(std::size_t size_class) noexcept;
 void give_back_ring(char* ring, std::size_t size_class) noexcept;
+// Backs the pages of [p, p + bytes) of a ring (madvise MADV_POPULATE_WRITE, which leaves pages
+// already backed as they are, contents included); where the kernel does not offer it, nothing,
+// and the pages are backed by the first writes as before.
+void populate_ring(char* p, std::size_t bytes) noexcept;
 
 // One thread's ring of one class, and what decides whether it takes one. Only the owning
 // thread touches it.
@@ -139,6 +151,10 @@ class ring_cursor {
     const std::uint32_t mask = ring_blocks(c) - 1;
     for (std::uint32_t i = 0; i < k_ring_tries; ++i) {
       char* b = ring_ + size * pos_;
+      if (pos_ >= populated_) {  // the first lap only: then populated_ is the ring
+        populate_ring(ring_ + size * populated_, k_ring_populate_bytes);
+        populated_ += static_cast<std::uint32_t>(k_ring_populate_bytes / size);
+      }
       pos_ = (pos_ + 1) & mask;
       auto state = state_of(b, c);
       // Acquire: the free (release) of the task that held it comes before this use.
@@ -152,11 +168,12 @@ class ring_cursor {
     return nullptr;
   }
 
-  char* ring_ = nullptr;    // this thread's ring of the class, if it has one
-  std::uint32_t pos_ = 0;   // the ring's next block
-  std::uint32_t rest_ = 0;  // calls left before the ring is tried again
-  std::int64_t net_ = 0;    // blocks allocated minus freed here, counted until a ring
-  bool refused_ = false;    // none was left: do not ask again
+  char* ring_ = nullptr;         // this thread's ring of the class, if it has one
+  std::uint32_t pos_ = 0;        // the ring's next block
+  std::uint32_t rest_ = 0;       // calls left before the ring is tried again
+  std::int64_t net_ = 0;         // blocks allocated minus freed here, counted until a ring
+  std::uint32_t populated_ = 0;  // blocks from the ring's start populated by this owner
+  bool refused_ = false;         // none was left: do not ask again
 };
 
 }  // namespace spool::detail::memory
