@@ -21,6 +21,9 @@ constexpr std::string_view help_text =
     "  --root DIR            static files (default: the demo site)\n"
     "  --threads MIN[:MAX]   pool threads for blocking work (default 2:64)\n"
     "  --loops N             event loops (default: one per core)\n"
+    "  --loop-slice US       microseconds an event loop runs without waiting before it\n"
+    "                        yields its core to other runnable threads (model epoll;\n"
+    "                        default 100; 0: never; at most 1000000)\n"
     "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
     "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "                        (default sqlite:./spoold.db)\n"
@@ -124,6 +127,9 @@ bool apply(options& o, std::string_view name, std::string_view value, std::strin
   } else if (name == "loops") {
     if (!parse_unsigned(value, 1024, n) || n == 0) return bad();
     o.loops = static_cast<unsigned>(n);
+  } else if (name == "loop-slice") {
+    if (!parse_unsigned(value, 1'000'000, n)) return bad();
+    o.loop_slice = std::chrono::microseconds(n);
   } else if (name == "store") {
     if (value.empty()) return bad();
     o.store = value;
@@ -264,6 +270,7 @@ constexpr std::string_view option_names[] = {"port",
                                              "root",
                                              "threads",
                                              "loops",
+                                             "loop-slice",
                                              "store",
                                              "model",
                                              "access-log",

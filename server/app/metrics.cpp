@@ -29,6 +29,7 @@ struct alignas(64) shard {
   std::atomic<std::uint64_t> closed{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> accepts_exhausted{0};
+  std::atomic<std::uint64_t> loop_yields{0};
   std::atomic<std::uint64_t> refused_per_client{0};
   std::atomic<std::uint64_t> rate_limited{0};
   std::atomic<std::uint64_t> proxy_header_errors{0};
@@ -82,6 +83,7 @@ struct shard_registry {
     bump(into.closed, load(s->closed));
     bump(into.refused, load(s->refused));
     bump(into.accepts_exhausted, load(s->accepts_exhausted));
+    bump(into.loop_yields, load(s->loop_yields));
     bump(into.refused_per_client, load(s->refused_per_client));
     bump(into.rate_limited, load(s->rate_limited));
     bump(into.proxy_header_errors, load(s->proxy_header_errors));
@@ -235,6 +237,7 @@ void metrics::connection_opened() noexcept { bump(impl_->mine().opened); }
 void metrics::connection_closed() noexcept { bump(impl_->mine().closed); }
 void metrics::connection_refused() noexcept { bump(impl_->mine().refused); }
 void metrics::accept_exhausted() noexcept { bump(impl_->mine().accepts_exhausted); }
+void metrics::loop_yielded() noexcept { bump(impl_->mine().loop_yields); }
 void metrics::connection_refused_per_client() noexcept { bump(impl_->mine().refused_per_client); }
 void metrics::request_rate_limited() noexcept { bump(impl_->mine().rate_limited); }
 void metrics::proxy_header_error() noexcept { bump(impl_->mine().proxy_header_errors); }
@@ -277,6 +280,7 @@ metrics_snapshot metrics::snapshot() const {
     closed += load(s.closed);
     out.connections_refused += load(s.refused);
     out.accepts_exhausted += load(s.accepts_exhausted);
+    out.loop_yields += load(s.loop_yields);
     out.refused_per_client += load(s.refused_per_client);
     out.rate_limited += load(s.rate_limited);
     out.proxy_header_errors += load(s.proxy_header_errors);
@@ -343,6 +347,9 @@ std::string metrics::prometheus(const spool::stats& pool) const {
   family(out, "spoold_accepts_exhausted_total", "counter", labels,
          "Accepts that failed for want of descriptors or memory (accepting then pauses).",
          snap.accepts_exhausted);
+  family(out, "spoold_loop_yields_total", "counter", labels,
+         "Times an event loop that had run for --loop-slice without waiting yielded its core.",
+         snap.loop_yields);
   family(out, "spoold_connections_refused_per_client_total", "counter", labels,
          "Connections turned away with 429 past --max-connections-per-client.",
          snap.refused_per_client);
@@ -438,6 +445,7 @@ std::string metrics::json(const spool::stats& pool) const {
       {"connections_accepted", snap.connections_accepted},
       {"connections_refused", snap.connections_refused},
       {"accepts_exhausted", snap.accepts_exhausted},
+      {"loop_yields", snap.loop_yields},
       {"connections_refused_per_client", snap.refused_per_client},
       {"requests_rate_limited", snap.rate_limited},
       {"proxy_header_errors", snap.proxy_header_errors},

@@ -32,6 +32,7 @@ struct metrics_snapshot {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_refused = 0;  // turned away with 503 past --max-connections
   std::uint64_t accepts_exhausted = 0;    // accept() out of descriptors or memory
+  std::uint64_t loop_yields = 0;          // event loops that yielded their core (--loop-slice)
   std::uint64_t refused_per_client = 0;   // turned away with 429 past --max-connections-per-client
   std::uint64_t rate_limited = 0;         // requests answered 429 past --rate-limit
   std::uint64_t proxy_header_errors = 0;  // --proxy-protocol connections closed for their header
@@ -55,6 +56,7 @@ class metrics {
   void connection_closed() noexcept;
   void connection_refused() noexcept;
   void accept_exhausted() noexcept;
+  void loop_yielded() noexcept;
   void connection_refused_per_client() noexcept;
   void request_rate_limited() noexcept;
   void proxy_header_error() noexcept;
@@ -83,7 +85,7 @@ class metrics {
 
   // Prometheus text exposition (version 0.0.4): spoold_requests_total{code="200"},
   // spoold_response_bytes_total, spoold_connections_open, spoold_connections_accepted_total,
-  // spoold_connections_refused_total, spoold_accepts_exhausted_total,
+  // spoold_connections_refused_total, spoold_accepts_exhausted_total, spoold_loop_yields_total,
   // spoold_connections_refused_per_client_total, spoold_requests_rate_limited_total,
   // spoold_proxy_header_errors_total,
   // spoold_store_errors_total,

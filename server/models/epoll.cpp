@@ -7,6 +7,11 @@
 // only when the earlier one fires). The loop sleeps in epoll_wait until its earliest timer, its
 // chores (the access log, the memory trim: loop_chores.hpp), the end of an accept pause or of
 // the grace period; with none of these, until an event. So an idle loop makes no wake-ups.
+//
+// Its core. A loop that has run for --loop-slice without a wait that long yields it before its
+// next wait (event/run_slice.hpp): under steady load the loop never blocks, and a thread that
+// shares its core would otherwise wait for a scheduler tick.
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -24,6 +29,7 @@
 
 #include "conn/connection.hpp"
 #include "conn/listener.hpp"
+#include "event/run_slice.hpp"
 #include "event/stop_signal.hpp"
 #include "event/timer_heap.hpp"
 #include "event/wakeup.hpp"
@@ -231,12 +237,19 @@ void event_loop::complete(loop_connection* c, http::response r) {
 void event_loop::run() {
   name_this_thread("spoold-loop-" + std::to_string(index_));
   epoll_event events[max_events];
+  run_slice slice(ctx_.opts.loop_slice, steady_clock::now());
   for (;;) {
+    steady_clock::time_point before = steady_clock::now();
+    if (slice.due(before)) {
+      ::sched_yield();
+      ctx_.counters.loop_yielded();
+      before = steady_clock::now();
+      slice.yielded(before);
+    }
     int timeout_ms = 0;
     if (ready_.empty()) {
       const steady_clock::time_point until = wake_at();
-      timeout_ms =
-          until == steady_clock::time_point::max() ? -1 : poll_timeout(until, steady_clock::now());
+      timeout_ms = until == steady_clock::time_point::max() ? -1 : poll_timeout(until, before);
     }
     const int n = ::epoll_wait(epoll_fd_, events, max_events, timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -244,6 +257,7 @@ void event_loop::run() {
       break;
     }
     const auto now = steady_clock::now();
+    slice.waited(before, now);
     for (int i = 0; i < n; ++i) {
       void* tag = events[i].data.ptr;
       if (tag == &listen_tag) {

@@ -17,7 +17,8 @@ class CommandLineTest(SiteTestCase):
         self.assertEqual(r.returncode, 0, r)
         for option in ("--port", "--store", "--max-connections", "--grace", "--access-log",
                        "--node-name", "--drain-delay", "--store-replicas", "--store-connections",
-                       "--store-replicas-timeout", "--trust-idle-timeout", "redis-sentinel://"):
+                       "--store-replicas-timeout", "--trust-idle-timeout", "--loop-slice",
+                       "redis-sentinel://"):
             self.assertIn(option, r.stdout)
         r = run_spoold(["--version"])
         self.assertEqual(r.returncode, 0, r)
@@ -30,7 +31,9 @@ class CommandLineTest(SiteTestCase):
                      ["--node-name", "n" * 65], ["--drain-delay", "x"],
                      ["--store-replicas", "-1"], ["--store-replicas-timeout", "0"],
                      ["--store-connections", "-1"], ["--store-connections", "100001"],
-                     ["--trust-idle-timeout", "x"], ["--trust-idle-timeout", "-1"]):
+                     ["--trust-idle-timeout", "x"], ["--trust-idle-timeout", "-1"],
+                     ["--loop-slice", "-1"], ["--loop-slice", "1000001"], ["--loop-slice", "1.5"],
+                     ["--loop-slice", ""]):
             with self.subTest(args=args):
                 r = run_spoold(self.base() + args)
                 self.assertEqual(r.returncode, 2, r)

@@ -2,12 +2,13 @@
 
 import json
 
-from spoold_harness import (MODEL, Conn, ServerTestCase, build_request, main, parse_prometheus,
-                            wait_until)
+from spoold_harness import (HELLO, MODEL, Conn, ServerTestCase, SiteTestCase, Spoold,
+                            build_request, main, parse_prometheus, wait_until)
 
 REQUIRED_METRICS = (
     "spoold_response_bytes_total", "spoold_connections_open", "spoold_connections_accepted_total",
     "spoold_connections_refused_total", "spoold_connections_refused_per_client_total",
+    "spoold_loop_yields_total",
     "spoold_requests_rate_limited_total", "spoold_store_errors_total", "spool_threads_live",
     "spool_threads_busy", "spool_queue_depth", "spool_tasks_submitted_total",
     "spool_tasks_completed_total", "spool_tasks_failed_total", "spool_tasks_stolen_total",
@@ -87,7 +88,7 @@ class MetricsTest(ServerTestCase):
         first = json.loads(resp.body)
         for key in ("uptime_s", "time_ms", "requests", "status", "bytes_sent",
                     "connections_open", "connections_accepted", "connections_refused",
-                    "store_errors", "pool"):
+                    "loop_yields", "store_errors", "pool"):
             with self.subTest(key=key):
                 self.assertIn(key, first)
         for key in ("threads_live", "threads_busy", "queued", "submitted", "completed",
@@ -107,6 +108,36 @@ class MetricsTest(ServerTestCase):
     def test_metrics_not_cached(self):
         resp = self.server.get("/metrics")
         self.assertIn("no-store", resp.header("Cache-Control", ""))
+
+
+class LoopSliceTest(SiteTestCase):
+    """--loop-slice: an event loop that has run a slice without waiting yields its core, and
+    counts it in spoold_loop_yields_total; a slice of 0 never yields. Only the epoll model's
+    loops yield (server/models/README.md); in the others the counter stays 0."""
+
+    PIPELINED = 200  # turns of at most 32 requests each (connection.hpp's requests_per_turn)
+
+    def yields_serving_a_pipelined_burst(self, slice_us):
+        with Spoold(self.site, self.store, ("--loops", "1", "--loop-slice", str(slice_us))) as s:
+            before = s.metrics()["spoold_loop_yields_total"]
+            with Conn(s.port) as c:
+                c.send(build_request("GET", "/hello.txt") * self.PIPELINED)
+                for _ in range(self.PIPELINED):
+                    resp = c.read_final_response()
+                    self.assertEqual((resp.status, resp.body), (200, HELLO))
+            return s.metrics()["spoold_loop_yields_total"] - before
+
+    def test_a_loop_that_ran_a_slice_yields(self):
+        # A slice of 1 us: serving a turn of requests takes longer than that, so the loop is due
+        # to yield before each wait that follows one; the burst is served over several turns.
+        yields = self.yields_serving_a_pipelined_burst(1)
+        if MODEL == "epoll":
+            self.assertGreaterEqual(yields, 1)
+        else:
+            self.assertEqual(yields, 0)
+
+    def test_a_slice_of_zero_never_yields(self):
+        self.assertEqual(self.yields_serving_a_pipelined_burst(0), 0)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@
 Each round runs `spool-load-bench http --servers spoold --spoold BINARY --connection MODES
 --concurrency C --duration S --repeat 1` once for each binary, A first in odd rounds and B
 first in even ones, so that drift in a shared machine's load hits both alike. Prints, per
-connection mode and concurrency, each binary's requests/s (median and min-max over the rounds)
-and the per-round ratio B/A (median and min-max): above 1, B served more."""
+connection mode and concurrency, each binary's requests/s, CPU per request and p99 latency
+(median and min-max over the rounds) and the per-round ratios B/A (median and min-max)."""
 
 import argparse
 import json
@@ -33,9 +33,11 @@ def run_once(load_bench, binary, a, out):
     if done.returncode != 0 or failed or not rows:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {done.returncode}):\n{done.stdout}")
     # Requests/s, the server's CPU microseconds per request (its process's CPU seconds per wall
-    # second over requests/s: on a machine others load too, it moves less), and wrk's errors.
+    # second over requests/s: on a machine others load too, it moves less), wrk's p99 latency in
+    # ms, and wrk's errors.
     return {r["variant"]: (r["value"]["median"],
                            1e6 * r["extras"]["server_cores"]["median"] / r["value"]["median"],
+                           r["extras"]["p99_ms"]["median"],
                            r["extras"]["errors"]["median"])
             for r in rows}
 
@@ -70,19 +72,21 @@ def main():
                 for v in runs["A"][-1]), file=sys.stderr, flush=True)
     print(f"A: {a.a}\nB: {a.b}\n{a.rounds} rounds, wrk over {a.duration} s each; median "
           "(min-max) over the rounds; B/A: per-round ratio (req/s: above 1, B served more; CPU "
-          "per request: below 1, B spent less); errors: wrk's socket errors and non-2xx/3xx "
-          "answers per run")
+          "per request and p99: below 1, B spent less, B's tail was shorter); errors: wrk's "
+          "socket errors and non-2xx/3xx answers per run")
     print("| mode, concurrency | A req/s | B req/s | B/A req/s | A CPU us/req | B CPU us/req "
-          "| B/A CPU/req | A errors | B errors |\n|---|---|---|---|---|---|---|---|---|")
+          "| B/A CPU/req | A p99 ms | B p99 ms | B/A p99 | A errors | B errors |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
     for variant in runs["A"][0]:
         cells = []
-        for i, fmt in ((0, lambda v: f"{v / 1000:.1f}k"), (1, lambda v: f"{v:.1f}")):
+        for i, fmt in ((0, lambda v: f"{v / 1000:.1f}k"), (1, lambda v: f"{v:.1f}"),
+                       (2, lambda v: f"{v:.2f}")):
             va = [run[variant][i] for run in runs["A"]]
             vb = [run[variant][i] for run in runs["B"]]
             ratios = [b / x for b, x in zip(vb, va)]
             cells += [spread(va, fmt), spread(vb, fmt), spread(ratios, lambda v: f"{v:.3f}")]
         for who in ("A", "B"):
-            cells.append(spread([run[variant][2] for run in runs[who]], lambda v: f"{v:.0f}"))
+            cells.append(spread([run[variant][3] for run in runs[who]], lambda v: f"{v:.0f}"))
         print(f"| {variant} | " + " | ".join(cells) + " |")
 
 
