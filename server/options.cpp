@@ -23,7 +23,7 @@ constexpr std::string_view help_text =
     "  --loops N             event loops (default: one per core)\n"
     "  --loop-slice US       microseconds an event loop runs without waiting before it\n"
     "                        yields its core to other runnable threads (model epoll;\n"
-    "                        default 100; 0: never; at most 1000000)\n"
+    "                        default 500; 0: never; at most 1000000)\n"
     "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
     "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "                        (default sqlite:./spoold.db)\n"
