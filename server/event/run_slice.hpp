@@ -15,7 +15,8 @@
 //
 // Invariant: due() answers true only when a whole slice has passed since the loop last yielded
 // (counted from the yield's return) or last waited a slice (counted from the wait's end); so a
-// loop yields at most once per slice of its own time. A slice of zero turns yielding off.
+// loop's yields are at least a slice apart, and a loop that waits a slice between its turns
+// never yields. A slice of zero turns yielding off.
 #pragma once
 
 #include <chrono>
