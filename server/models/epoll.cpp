@@ -8,11 +8,12 @@
 // chores (the access log, the memory trim: loop_chores.hpp), the end of an accept pause or of
 // the grace period; with none of these, until an event. So an idle loop makes no wake-ups.
 //
-// Its core. A loop that has run for --loop-slice without a wait that long yields it before its
-// next wait (event/run_slice.hpp): under steady load the loop never blocks, and a thread that
-// shares its core would otherwise wait for a scheduler tick.
+// Its core. A loop that has held it for --loop-slice without a context switch yields it before
+// its next wait (event/run_slice.hpp): under steady load the loop never blocks, and a thread
+// that shares its core would otherwise wait for a scheduler tick.
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,6 +175,15 @@ void check(int rc, const char* what) {
   if (rc < 0) throw std::system_error(errno, std::generic_category(), what);
 }
 
+// The calling thread's context switches so far, voluntary and involuntary (run_slice.hpp).
+// getrusage cannot fail for RUSAGE_THREAD with a valid buffer; were it to, the count reads 0
+// and stays put, and the loop yields once a slice while busy or not.
+std::uint64_t context_switches() noexcept {
+  rusage r{};
+  if (::getrusage(RUSAGE_THREAD, &r) != 0) return 0;
+  return static_cast<std::uint64_t>(r.ru_nvcsw) + static_cast<std::uint64_t>(r.ru_nivcsw);
+}
+
 event_loop::event_loop(server_context& ctx, const stop_signal& stop, connection_budget& budget,
                        int index)
     : connection_driver(stop, &budget),
@@ -237,14 +247,14 @@ void event_loop::complete(loop_connection* c, http::response r) {
 void event_loop::run() {
   name_this_thread("spoold-loop-" + std::to_string(index_));
   epoll_event events[max_events];
-  run_slice slice(ctx_.opts.loop_slice, steady_clock::now());
+  run_slice slice(ctx_.opts.loop_slice, steady_clock::now(), context_switches());
   for (;;) {
     steady_clock::time_point before = steady_clock::now();
-    if (slice.due(before)) {
+    if (slice.due(before) && slice.held_core(before, context_switches())) {
       ::sched_yield();
       ctx_.counters.loop_yielded();
       before = steady_clock::now();
-      slice.yielded(before);
+      slice.yielded(before, context_switches());
     }
     int timeout_ms = 0;
     if (ready_.empty()) {
@@ -257,7 +267,6 @@ void event_loop::run() {
       break;
     }
     const auto now = steady_clock::now();
-    slice.waited(before, now);
     for (int i = 0; i < n; ++i) {
       void* tag = events[i].data.ptr;
       if (tag == &listen_tag) {
