@@ -348,7 +348,7 @@ std::string metrics::prometheus(const spool::stats& pool) const {
          "Accepts that failed for want of descriptors or memory (accepting then pauses).",
          snap.accepts_exhausted);
   family(out, "spoold_loop_yields_total", "counter", labels,
-         "Times an event loop that had run for --loop-slice without waiting yielded its core.",
+         "Times an event loop that had held its core for --loop-slice yielded it.",
          snap.loop_yields);
   family(out, "spoold_connections_refused_per_client_total", "counter", labels,
          "Connections turned away with 429 past --max-connections-per-client.",
