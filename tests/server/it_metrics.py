@@ -129,7 +129,7 @@ class LoopSliceTest(SiteTestCase):
                     self.assertEqual((resp.status, resp.body), (200, HELLO))
             return s.metrics()["spoold_loop_yields_total"] - before
 
-    def test_a_loop_that_ran_a_slice_yields(self):
+    def test_a_loop_that_held_its_core_a_slice_yields(self):
         # A slice of 1 us: serving a turn of requests takes longer than that, so before each wait
         # the loop reads its context switches, and yields when none happened since the last
         # reading: after any two turns of the burst that the scheduler did not interrupt.
