@@ -11,6 +11,11 @@ processes (1, 3; each with --concurrency 2) and each repeat, runs every system i
   bulk    N jobs submitted in batches of --bulk with the system's bulk call, likewise,
   rate    --rate-jobs jobs at --rate jobs/s (open loop): submit->start, submit->result,
 with the CPU time of the worker processes, of redis-server and of the producer, per job.
+With spool and the single scenario, each repeat also measures the floor of single submissions
+first: spool's producer alone, no worker running, submitting N jobs one call at a time
+(`--submit-only`). A producer that waits for each acknowledgement gets at most that from this
+Redis and this disk (one fsync per submission under always), whatever the workers cost, so the
+table says how far above each peer's single rate the floor itself lies.
 Then the Redis ceiling of each system (harness/ceiling.py). Prints one table per pass, with
 median, min and max over the repeats and each peer's ratio to spool from this run.
 Standard library only; the drivers bring their systems (bench/queue/setup.sh installs them,
@@ -183,6 +188,27 @@ class Run:
         finally:
             w.stop()
 
+    def floor(self, fsync, workers, repeat):
+        """spool's producer alone (no worker): --jobs submissions one call at a time."""
+        a, r = self.a, self.redis
+        spool = next((s for s in self.runnable() if s.name == "spool"), None)
+        if spool is None or "single" not in a.scenarios:
+            return
+        tag = self.tag(spool) + "-floor"
+        r.flush()
+        key = (fsync, workers, "floor", "spool")
+        try:
+            out, _ = processes.run_producer(
+                spool, spool.producer(r.url, f"bench-{tag}", a.jobs, "single") + ["--submit-only"],
+                self.log_dir, tag, a.producer_limit)
+        except processes.CommandFailed as e:
+            self.results.fail(key, str(e))
+            return
+        rate = a.jobs / out["submit_s"]
+        self.results.add(key, {"submit_per_s": rate})
+        progress(f"{fsync} {workers}x{a.concurrency} #{repeat + 1} floor  spool   "
+                 f"submit_per_s={report.fmt(rate)}")
+
     def capture_commands(self, system, fsync):
         """MONITOR during --capture-jobs jobs: the system's commands per job. Under appendfsync
         everysec whatever the pass: the commands are the same, and RQ's take minutes with
@@ -271,6 +297,7 @@ def main():
             redis.set_fsync(fsync)
             for workers in a.workers:
                 for repeat in range(a.repeats):
+                    run.floor(fsync, workers, repeat)
                     for system in live:
                         run.group(system, fsync, workers, repeat)
                 print("\n" + report.table(run.results, fsync, workers, a.concurrency,

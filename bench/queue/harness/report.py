@@ -63,7 +63,7 @@ class Results:
     def best_throughput(self, fsync, system):
         best = None
         for (f, w, sc, sy) in self.samples:
-            if f == fsync and sy == system and sc != "rate":
+            if f == fsync and sy == system and sc in ("single", "bulk"):
                 m = self.stats((f, w, sc, sy), "jobs_per_s")[0]
                 if best is None or m > best[0]:
                     best = (m, f"{sc}, {w} worker process(es)")
@@ -102,6 +102,7 @@ def table(results, fsync, workers, concurrency, systems, scenarios, unavailable)
     for r in rows:
         out.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
                              for i, (c, w) in enumerate(zip(r, widths))))
+    out.extend(floor_lines(results, fsync, workers, systems))
     for (f, w, sc, sy), msgs in sorted(results.failures.items()):
         if f == fsync and w == workers:
             for m in msgs:
@@ -109,6 +110,28 @@ def table(results, fsync, workers, concurrency, systems, scenarios, unavailable)
     for name, why in unavailable.items():
         out.append(f"{name}: {why}")
     return "\n".join(out)
+
+
+def floor_lines(results, fsync, workers, systems):
+    """The floor of single submissions (spool's producer alone, run.py's Run.floor) and how
+    far above each peer's single rate it lies: the most any spool could be ahead of that peer
+    with a producer that waits for each acknowledgement, on this Redis and this disk."""
+    floor = results.stats((fsync, workers, "floor", "spool"), "submit_per_s")
+    if floor is None:
+        return []
+    out = [f"single floor: spool's producer alone, no worker, {fmt(floor[0])} submissions/s "
+           f"({fmt(floor[1])}-{fmt(floor[2])})"]
+    spool = results.stats((fsync, workers, "single", "spool"), "jobs_per_s")
+    if spool:
+        out.append(f"  spool's single jobs/s end to end: {spool[0] / floor[0]:.2f} of the floor")
+    for system in systems:
+        if system.startswith("spool"):
+            continue
+        peer = results.stats((fsync, workers, "single", system), "jobs_per_s")
+        if peer and peer[0] > 0:
+            out.append(f"  the floor over {system}'s single jobs/s end to end: "
+                       f"{floor[0] / peer[0]:.2f}x")
+    return out
 
 
 def ceiling_table(results, fsync, systems):
