@@ -22,17 +22,19 @@
 --                        the number of jobs each may still be given (its free room)
 --   :idle_until          hash: consumer -> the time (ms) its place in :idle lapses; kept
 --                        until its next claim, or forgotten long after the lapse
---   :inbox:CONSUMER      stream: an entry `job N attempt A` for each job a submission started
---                        for that listed consumer, and `wake 1` for a wake-up token meant for
---                        it (nudge); the worker reads it with XREAD BLOCK from the last entry
---                        it has read, which writes nothing, and its next claim (or
---                        reconcile) deletes it
+--   :inbox:CONSUMER      stream: an entry for each job a submission started for that listed
+--                        consumer (give: `job N attempt A`, with the job's task, key, limit,
+--                        entry, level and payload when the payload is at most INBOX_PAYLOAD
+--                        bytes), and `wake 1` for a wake-up token meant for it (nudge); the
+--                        worker reads it with XREAD BLOCK from the last entry it has read,
+--                        which writes nothing, and its next claim (or reconcile) deletes it
 -- and, outside the prefix, spool:queues (set of queue names) and spool:reply:P (list: outcomes
 -- for producer P, "K" .. id .. "\n" .. data with K = D done, X dead, C cancelled).
 --
 -- Job fields: task payload key prio attempts backoff backoff_max limit ttl max_takeovers
 -- state attempt failures takeovers outcomes owner entry level due created started finished
--- result error reply. The fence of an attempt is (attempt, owner): only the worker that holds
+-- result error reply inbox (the id of its entry in its owner's inbox, when a submission started
+-- it for a listed consumer). The fence of an attempt is (attempt, owner): only the worker that holds
 -- the job's current attempt can record its outcome, renew it or hand it back.
 --
 -- Time is Redis's own (TIME), in ms, so that workers on machines with different clocks agree.
@@ -43,6 +45,10 @@ local LEVELS = { 'low', 'normal', 'high' } -- index = priority + 1
 local FINAL = { done = true, dead = true, cancelled = true }
 local MAX_BATCH = 10000
 local NUDGES = 64
+-- A job given to a listed worker carries its fields in its inbox entry when its payload is at
+-- most this long, so that the worker runs it without reading its hash; a longer payload is not
+-- copied, and the worker reads the hash.
+local INBOX_PAYLOAD = 4096
 -- The most values a call passes to one redis.call from a table: unpack is bounded by Lua's
 -- stack, and a batch may hold MAX_BATCH jobs.
 local ARGS_PER_CALL = 1000
@@ -86,6 +92,33 @@ end
 
 local function job_key(P, n)
   return P .. ':job:' .. n
+end
+
+-- Puts job n, just started (attempt, owner: consumer) for a listed consumer, in its inbox, and
+-- returns the entry's id (kept in the job's `inbox` field). The worker runs a job whose entry
+-- carries a payload as the entry says, without reading its hash, so every step that takes the
+-- attempt away from the consumer while the entry may be unread deletes it (revoke_given).
+local function give(P, consumer, n, attempt, task, payload, key, limit, entry, level)
+  local inbox = inbox_key(P, consumer)
+  if #payload <= INBOX_PAYLOAD then
+    return redis.call('XADD', inbox, '*', 'job', n, 'attempt', attempt, 'task', task, 'key', key,
+      'limit', limit, 'entry', entry, 'level', level, 'payload', payload)
+  end
+  return redis.call('XADD', inbox, '*', 'job', n, 'attempt', attempt)
+end
+
+-- Deletes job n's entry `id` from `owner`'s inbox, if it is still there: the attempt it carries
+-- no longer holds (a cancel, a takeover). An id left from an inbox deleted since names no
+-- entry, or another job's, and deletes nothing.
+local function revoke_given(P, n, owner, id)
+  if not owner or owner == '' or not id or id == '' then
+    return
+  end
+  local inbox = inbox_key(P, owner)
+  local e = redis.call('XRANGE', inbox, id, id)
+  if e[1] and e[1][2][1] == 'job' and e[1][2][2] == n then
+    redis.call('XDEL', inbox, id)
+  end
 end
 
 -- Counter changes (stat), the outcomes told to producers (notify) and the stream entries of jobs
@@ -496,11 +529,11 @@ local function submit(keys, args)
         if owner then
           fields[#fields + 1] = 'started'
           fields[#fields + 1] = int(now)
+          fields[#fields + 1] = 'inbox'
+          fields[#fields + 1] = give(P, owner, n, '1', task, payload, key, int(limit), entry,
+            int(prio))
         end
         redis.call('HSET', jk, unpack(fields))
-        if owner then
-          redis.call('XADD', inbox_key(P, owner), '*', 'job', n, 'attempt', '1')
-        end
         if key ~= '' then
           redis.call('SET', P .. ':key:' .. key, n)
         end
@@ -561,7 +594,7 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
   end
   local jk = job_key(P, n)
   local j = redis.call('HMGET', jk, 'state', 'entry', 'attempt', 'task', 'payload', 'key',
-    'limit', 'takeovers', 'max_takeovers', 'owner')
+    'limit', 'takeovers', 'max_takeovers', 'owner', 'inbox')
   local state = j[1]
   if not state then
     bury_malformed(P, Q, level, entry, fields, 'job ' .. Q .. '/' .. n .. ' does not exist', now)
@@ -579,6 +612,7 @@ local function start(P, Q, consumer, level, entry, fields, via_takeover, now)
   if state == 'queued' then
     stat(P, 'queued', -1)
   elseif state == 'running' and via_takeover then
+    revoke_given(P, n, j[10], j[11])
     local takeovers = (tonumber(j[8]) or 0) + 1
     redis.call('HSET', jk, 'takeovers', int(takeovers))
     stat(P, 'takeovers', 1)
@@ -661,8 +695,9 @@ assign = function(P, Q, level, entry, now)
         end
         local job = start(P, Q, consumer, level, e[1], e[2] or {}, false, now)
         if job then
-          redis.call('XADD', inbox_key(P, consumer), '*', 'job', string.sub(job[1], #Q + 2),
-            'attempt', int(job[2]))
+          local n = string.sub(job[1], #Q + 2)
+          redis.call('HSET', job_key(P, n), 'inbox', give(P, consumer, n, int(job[2]), job[3],
+            job[4], job[5], int(job[6]), job[7], int(job[8])))
           slots = slots - 1
           if slots < 1 then
             break
@@ -1040,7 +1075,8 @@ local function cancel(keys, args)
     return bad('spool_cancel needs QUEUE NUMBER')
   end
   local jk = job_key(P, n)
-  local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key', 'reply', 'outcomes')
+  local j = redis.call('HMGET', jk, 'state', 'entry', 'level', 'ttl', 'key', 'reply', 'outcomes',
+    'owner', 'inbox')
   local state = j[1]
   if not state then
     return no_job(Q, n)
@@ -1057,6 +1093,7 @@ local function cancel(keys, args)
     redis.call('ZREM', P .. ':delayed', n)
   elseif state == 'running' then
     drop_entry(P, level, j[2])
+    revoke_given(P, n, j[8], j[9])
   end
   redis.call('HSET', jk, 'state', 'cancelled', 'finished', int(now), 'entry', '',
     'outcomes', int((tonumber(j[7]) or 0) + 1))

@@ -86,35 +86,67 @@ dispatcher::claim_answer dispatcher::claim(unsigned room, bool takeovers) {
   return out;
 }
 
-std::vector<std::shared_ptr<held_job>> dispatcher::take_given(
-    const std::vector<std::pair<std::string, std::string>>& items) {
-  // Items are {number, attempt}, from entries XADDed by spool_submit (functions.lua, assign):
-  // every job's hash is read in one round trip.
+std::shared_ptr<held_job> dispatcher::carried_job(const std::string& number,
+                                                  const std::string& attempt,
+                                                  const redisReply& fields) const {
+  // Written by give (functions.lua): job, attempt, task, key, limit, entry, level, payload.
+  const std::optional<std::uint64_t> n = whole_number(attempt);
+  if (fields.elements != 16 || !n || !whole_number(number)) return nullptr;
+  const char* const names[] = {"job",   "attempt", "task",  "key",
+                               "limit", "entry",   "level", "payload"};
+  for (std::size_t i = 0; i < 8; ++i) {
+    if (text_of(*fields.element[2 * i], "XREAD") != names[i]) return nullptr;
+  }
+  const std::optional<std::uint64_t> limit = whole_number(text_of(*fields.element[9], "XREAD"));
+  const std::optional<std::uint64_t> level = whole_number(text_of(*fields.element[13], "XREAD"));
+  if (!limit || !level || *level > 2) return nullptr;
+  auto job = std::make_shared<held_job>();
+  job->number = number;
+  job->id = core_.options.queue + "/" + number;
+  job->attempt = *n;
+  job->task = text_of(*fields.element[5], "XREAD");
+  job->key = text_of(*fields.element[7], "XREAD");
+  job->limit = std::chrono::milliseconds(static_cast<std::int64_t>(*limit));
+  job->entry = text_of(*fields.element[11], "XREAD");
+  job->level = static_cast<int>(*level);
+  job->payload = text_of(*fields.element[15], "XREAD");
+  return job;
+}
+
+std::vector<std::shared_ptr<held_job>> dispatcher::take_given(std::vector<given_item>& items) {
+  // Items not carried are {number, attempt} (a payload too long to copy, functions.lua: give):
+  // their hashes are read in one round trip.
   std::vector<command> batch;
-  for (const auto& [number, attempt] : items) {
-    command c{"HMGET", job_prefix_ + number};
+  for (const given_item& item : items) {
+    if (item.carried) continue;
+    command c{"HMGET", job_prefix_ + item.number};
     for (const char* field :
          {"state", "attempt", "owner", "task", "payload", "key", "limit", "entry", "level"}) {
       c.add(field);
     }
     batch.push_back(std::move(c));
   }
-  const std::vector<reply_handle> replies = link_.round_trip(batch, effect::reads);
+  std::vector<reply_handle> replies;
+  if (!batch.empty()) replies = link_.round_trip(batch, effect::reads);
   std::vector<std::shared_ptr<held_job>> jobs;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto& [item_number, attempt] = items[i];
-    const redisReply& f = array_of(*replies[i], 9, "HMGET");
+  std::size_t read = 0;
+  for (given_item& item : items) {
+    if (item.carried) {
+      jobs.push_back(std::move(item.carried));
+      continue;
+    }
+    const redisReply& f = array_of(*replies[read++], 9, "HMGET");
     // Started for this worker, but it may have been cancelled or taken over since (or the
     // entry was not written by spool_submit): a job that no longer holds this attempt for this
     // worker is not run, and its entry is no longer pending here either.
-    const std::optional<std::uint64_t> number = whole_number(attempt);
-    if (!number || !whole_number(item_number) || text_of(*f.element[0], "HMGET") != "running" ||
-        text_of(*f.element[1], "HMGET") != attempt ||
+    const std::optional<std::uint64_t> number = whole_number(item.attempt);
+    if (!number || !whole_number(item.number) || text_of(*f.element[0], "HMGET") != "running" ||
+        text_of(*f.element[1], "HMGET") != item.attempt ||
         text_of(*f.element[2], "HMGET") != core_.name) {
       continue;
     }
     auto job = std::make_shared<held_job>();
-    job->number = item_number;
+    job->number = item.number;
     job->id = core_.options.queue + "/" + job->number;
     job->attempt = *number;
     job->task = text_of(*f.element[3], "HMGET");
@@ -236,18 +268,19 @@ dispatcher::woken dispatcher::wait_for_work(std::chrono::milliseconds wait, bool
       const redisReply& entry = array_of(*entries.element[i], 2, "XREAD");
       found.last = text_of(*entry.element[0], "XREAD");
       const redisReply& fields = array_of(*entry.element[1], 0, "XREAD");
-      std::string number, attempt;
+      given_item item;
       bool token = false;
       for (std::size_t f = 0; f + 1 < fields.elements; f += 2) {
         const std::string name = text_of(*fields.element[f], "XREAD");
-        if (name == "job") number = text_of(*fields.element[f + 1], "XREAD");
-        if (name == "attempt") attempt = text_of(*fields.element[f + 1], "XREAD");
+        if (name == "job") item.number = text_of(*fields.element[f + 1], "XREAD");
+        if (name == "attempt") item.attempt = text_of(*fields.element[f + 1], "XREAD");
         if (name == "wake") token = true;
       }
       if (token) {
         found.token = true;
       } else {
-        found.items.emplace_back(std::move(number), std::move(attempt));
+        item.carried = carried_job(item.number, item.attempt, fields);
+        found.items.push_back(std::move(item));
       }
     }
     return found.items.empty() ? woken::token : woken::given;
@@ -326,7 +359,8 @@ void dispatcher::claim_loop() {
         case woken::stop:
           return;
         case woken::given: {
-          // Unless the hashes are read, inbox_read_ stays: the next claim returns the items.
+          // Unless the hashes it needs are read, inbox_read_ stays: the next claim returns
+          // the items.
           std::vector<std::shared_ptr<held_job>> given = take_given(found.items);
           inbox_read_ = found.last;
           worker_metrics::add(core_.metrics.given, given.size());

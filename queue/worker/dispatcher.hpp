@@ -9,8 +9,10 @@
 // check_interval a claim also takes over jobs whose lease expired. A listed worker reads its
 // inbox stream (XREAD BLOCK from the last entry it has read), where submissions put the jobs
 // they start for it and its wake-up tokens; an unlisted one pops a token from :ready (BLPOP).
-// A job from the inbox is read (HMGET) and run with no claim; the worker claims again after a
-// token, a timeout, or the last job its listing allowed. With no room it waits for a handler to
+// A job from the inbox runs with no claim: as its entry describes it when the entry carries
+// the job's fields (a payload of at most 4096 bytes: functions.lua, give), else as its hash,
+// read with HMGET, says; the worker claims again after a token, a timeout, or the last job its
+// listing allowed. With no room it waits for a handler to
 // return.
 //
 // Reading the inbox writes nothing to Redis (under appendfsync always, it costs no fsync), and
@@ -66,21 +68,33 @@ class dispatcher {
   claim_answer claim(unsigned room, bool takeovers);
   void dispatch(std::vector<std::shared_ptr<held_job>>& jobs);
   void run_handler(const std::shared_ptr<held_job>& job);
-  // What one wait found in the inbox: the entries after inbox_read_ up to `last`, as
-  // {number, attempt} (empty strings for fields an entry lacks), and whether a wake-up token
-  // was among them.
+  // A job entry of the inbox: its number and attempt (empty strings for fields it lacks) and,
+  // when the entry carries the job's fields, the job it describes.
+  struct given_item {
+    std::string number;
+    std::string attempt;
+    std::shared_ptr<held_job> carried;
+  };
+  // What one wait found in the inbox: the job entries after inbox_read_ up to `last`, and
+  // whether a wake-up token was among them.
   struct inbox_entries {
-    std::vector<std::pair<std::string, std::string>> items;
+    std::vector<given_item> items;
     std::string last;
     bool token = false;
   };
   // Sleeps until a wake-up token comes or, when `listed`, the inbox has new entries (they go
   // to `found`), or `wait` passes, or a stop is asked for.
   woken wait_for_work(std::chrono::milliseconds wait, bool listed, inbox_entries& found);
-  // The jobs of the inbox items, each read from its hash. A job that no longer holds the
-  // item's attempt for this worker (cancelled or taken over since) is left out.
-  std::vector<std::shared_ptr<held_job>> take_given(
-      const std::vector<std::pair<std::string, std::string>>& items);
+  // The jobs of the inbox items, in their order: a carried job as it is, the others read from
+  // their hashes in one round trip (none when every item is carried). A job read from its
+  // hash that no longer holds the item's attempt for this worker (cancelled or taken over
+  // since) is left out; a carried one was deleted from the inbox by whatever took its attempt
+  // away before the read, and is run.
+  std::vector<std::shared_ptr<held_job>> take_given(std::vector<given_item>& items);
+  // The job an inbox entry's fields describe, or null when they are not a whole job
+  // (`number` and `attempt` are its first two fields).
+  std::shared_ptr<held_job> carried_job(const std::string& number, const std::string& attempt,
+                                        const redisReply& fields) const;
   // The most inbox entries read at once (a worker is never given more than its room, but
   // tokens come too).
   static constexpr unsigned max_taken = 10000;

@@ -5,6 +5,7 @@
 // reconcile and by a stop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -33,20 +34,40 @@ class Direct : public queue_test_base {
   static long long tokens(redis_client& r) {
     return r.command({"LLEN", "spool:{q}:ready"})->integer;
   }
-  // The inbox's entries, each as its field values joined by spaces: "NUMBER ATTEMPT" for a
-  // job, "1" for a wake-up token (field `wake`).
+  // The inbox's entries, each as its fields and values in their order.
+  static std::vector<std::vector<std::string>> fields(redis_client& r,
+                                                      const std::string& consumer) {
+    const auto reply = r.command({"XRANGE", "spool:{q}:inbox:" + consumer, "-", "+"});
+    std::vector<std::vector<std::string>> out;
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      const redisReply& f = *reply->element[i]->element[1];
+      std::vector<std::string> entry;
+      for (std::size_t k = 0; k < f.elements; ++k) entry.push_back(text(*f.element[k]));
+      out.push_back(std::move(entry));
+    }
+    return out;
+  }
+  // The inbox's entries: "NUMBER ATTEMPT" for a job (its fields `job` and `attempt`), "wake"
+  // for a wake-up token (field `wake`).
   static std::vector<std::string> entries(redis_client& r, const std::string& consumer) {
+    std::vector<std::string> out;
+    for (const std::vector<std::string>& f : fields(r, consumer)) {
+      out.push_back(f.size() >= 4 && f[0] == "job" && f[2] == "attempt" ? f[1] + " " + f[3]
+                    : !f.empty() && f[0] == "wake"                      ? "wake"
+                                                                        : "?");
+    }
+    return out;
+  }
+  static std::vector<std::string> ids(redis_client& r, const std::string& consumer) {
     const auto reply = r.command({"XRANGE", "spool:{q}:inbox:" + consumer, "-", "+"});
     std::vector<std::string> out;
     for (std::size_t i = 0; i < reply->elements; ++i) {
-      const redisReply& fields = *reply->element[i]->element[1];
-      std::string entry;
-      for (std::size_t f = 1; f < fields.elements; f += 2) {
-        entry += (entry.empty() ? "" : " ") + text(*fields.element[f]);
-      }
-      out.push_back(text(*fields.element[0]) == "wake" ? "wake" : entry);
+      out.push_back(text(*reply->element[i]->element[0]));
     }
     return out;
+  }
+  static std::string job_field(redis_client& r, const std::string& id, const char* field) {
+    return text(*r.command({"HGET", "spool:{q}:job:" + number_of(id), field}));
   }
   // The jobs of the inbox ("NUMBER ATTEMPT"), wake-up tokens left out.
   static std::vector<std::string> inbox(redis_client& r, const std::string& consumer) {
@@ -130,6 +151,70 @@ TEST_F(Direct, IdleConsumerIsGivenAsManyJobsAsItsRoom) {
   EXPECT_TRUE(inbox(r, "ghost").empty());
   EXPECT_EQ(listed(r, "ghost"), "");
   EXPECT_EQ(status(c.id).attempt, 1u);
+}
+
+// A job given to a listed worker carries what the worker needs to run it, unless its payload is
+// longer than 4096 bytes; its hash keeps the entry's id, for a cancel or a takeover to delete.
+TEST_F(Direct, GivenJobCarriesItsFieldsUnlessItsPayloadIsLong) {
+  producer p(url());
+  redis_client r = raw();
+  list_ghost(p, r, "4");
+  spool::queue::job_options o;
+  o.key = "k1";
+  o.priority = spool::priority::high;
+  o.time_limit = std::chrono::milliseconds(2500);
+  auto a = p.submit("q", "t", "a", o);
+  const std::string at_limit(4096, 'x');
+  const std::string above_limit(4097, 'y');
+  auto b = p.submit("q", "t", at_limit);
+  auto c = p.submit("q", "t", above_limit);
+  auto d = p.submit("q", "t", "");
+  const auto f = fields(r, "ghost");
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0], (std::vector<std::string>{
+                      "job", number_of(a.id), "attempt", "1", "task", "t", "key", "k1", "limit",
+                      "2500", "entry", job_field(r, a.id, "entry"), "level", "2", "payload", "a"}));
+  ASSERT_EQ(f[1].size(), 16u);
+  EXPECT_EQ(f[1][15], at_limit);
+  EXPECT_EQ(f[2], (std::vector<std::string>{"job", number_of(c.id), "attempt", "1"}));
+  ASSERT_EQ(f[3].size(), 16u);
+  EXPECT_EQ(f[3][7], "");   // no key
+  EXPECT_EQ(f[3][9], "0");  // no limit
+  EXPECT_EQ(f[3][13], "1");
+  EXPECT_EQ(f[3][15], "");
+  const auto entry_ids = ids(r, "ghost");
+  EXPECT_EQ(job_field(r, a.id, "inbox"), entry_ids[0]);
+  EXPECT_EQ(job_field(r, b.id, "inbox"), entry_ids[1]);
+  EXPECT_EQ(job_field(r, c.id, "inbox"), entry_ids[2]);
+  EXPECT_EQ(job_field(r, d.id, "inbox"), entry_ids[3]);
+}
+
+// A job that a submission finds waiting in the stream on its way to its own entry (only
+// possible when the queued count says none waits, as forged here) is given too, with its fields.
+TEST_F(Direct, AJobReadOnTheWayIsGivenWithItsFields) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "3");
+  a.pause("q");
+  auto early = p.submit("q", "t", "early");
+  a.resume("q");
+  r.command({"HSET", "spool:{q}:stats", "queued", "0"});
+  auto later = p.submit("q", "t", "later");
+  EXPECT_EQ(inbox(r, "ghost"),
+            (std::vector<std::string>{number_of(early.id) + " 1", number_of(later.id) + " 1"}));
+  std::vector<std::vector<std::string>> jobs;
+  for (auto& f : fields(r, "ghost")) {
+    if (f[0] == "job") jobs.push_back(std::move(f));
+  }
+  ASSERT_EQ(jobs.size(), 2u);
+  ASSERT_EQ(jobs[0].size(), 16u);
+  EXPECT_EQ(jobs[0][15], "early");
+  EXPECT_EQ(jobs[0][11], job_field(r, early.id, "entry"));
+  const auto entry_ids = ids(r, "ghost");
+  EXPECT_NE(std::find(entry_ids.begin(), entry_ids.end(), job_field(r, early.id, "inbox")),
+            entry_ids.end());
+  EXPECT_EQ(status(early.id).owner, "ghost");
 }
 
 TEST_F(Direct, TheConsumerWithTheMostRoomIsGivenTheJob) {
@@ -344,6 +429,8 @@ TEST_F(Direct, JobGivenToAWorkerThatDiedIsTakenOver) {
   EXPECT_EQ(st.takeovers, 1u);
   EXPECT_EQ(st.outcomes, 1u);
   EXPECT_EQ(w.counters().takeovers, 2u);  // "x", and "load", which the ghost had claimed
+  // The takeover deleted the entry the ghost never read: were it to wake, it would not run it.
+  EXPECT_TRUE(inbox(r, "ghost").empty());
 }
 
 TEST_F(Direct, CancelledJobInTheInboxIsNotHandedOut) {
@@ -354,10 +441,35 @@ TEST_F(Direct, CancelledJobInTheInboxIsNotHandedOut) {
   auto s = p.submit("q", "t", "x");
   EXPECT_EQ(inbox(r, "ghost").size(), 1u);
   a.cancel(s.id);
+  EXPECT_TRUE(inbox(r, "ghost").empty());  // a worker reading it now finds nothing to run
   const auto reply = claim(r, "ghost", "2");
   EXPECT_EQ(reply->element[0]->elements, 0u);
   EXPECT_EQ(status(s.id).state, job_state::cancelled);
   EXPECT_EQ(status(s.id).outcomes, 1u);
+}
+
+// The inbox entry a cancel deletes is the job's own: an id left from an inbox deleted since,
+// or one that names another job's entry, deletes nothing.
+TEST_F(Direct, CancelDeletesOnlyItsOwnInboxEntry) {
+  producer p(url());
+  spool::queue::admin a(url());
+  redis_client r = raw();
+  list_ghost(p, r, "3");
+  auto first = p.submit("q", "t", "first");
+  claim(r, "ghost", "3");  // takes "first" from the inbox, deletes it, lists the ghost again
+  EXPECT_EQ(status(first.id).owner, "ghost");
+  auto second = p.submit("q", "t", "second");
+  auto third = p.submit("q", "t", "third");
+  ASSERT_EQ(inbox(r, "ghost").size(), 2u);
+  a.cancel(first.id);  // its entry went with the old inbox
+  EXPECT_EQ(inbox(r, "ghost").size(), 2u);
+  r.command(
+      {"HSET", "spool:{q}:job:" + number_of(second.id), "inbox", job_field(r, third.id, "inbox")});
+  a.cancel(second.id);  // names the third's entry, which stays
+  EXPECT_EQ(inbox(r, "ghost"),
+            (std::vector<std::string>{number_of(second.id) + " 1", number_of(third.id) + " 1"}));
+  a.cancel(third.id);
+  EXPECT_EQ(inbox(r, "ghost"), (std::vector<std::string>{number_of(second.id) + " 1"}));
 }
 
 TEST_F(Direct, ReconcileHandsBackTheInboxAndUnlists) {
@@ -409,6 +521,13 @@ TEST_F(Direct, WorkerRunsWhatItIsGivenWithoutAClaim) {
   auto s2 = p.submit("q", "t", "b");
   EXPECT_EQ(s2.result.get(), "b@1");
   EXPECT_EQ(ran, 2);
+  // A job whose payload its entry does not carry is read from its hash, and runs the same.
+  ASSERT_TRUE(eventually([&] { return !listed(r, "w").empty(); }));
+  const std::string long_payload(5000, 'z');
+  auto s3 = p.submit("q", "t", long_payload);
+  EXPECT_EQ(status(s3.id).owner, "w");
+  EXPECT_EQ(s3.result.get(), long_payload + "@1");
+  EXPECT_EQ(ran, 3);
   // "a" came from the inbox; "b" from the inbox or, had the stale items used up the
   // listing, from a claim.
   EXPECT_GE(w.counters().given, 1u);
