@@ -1,8 +1,9 @@
 // Jobs that a submission starts for an idle worker and puts in its inbox (functions.lua:
 // assign, and the listing in spool_claim; the dispatcher's inbox): who is listed and for how
-// many jobs (one, or several of a bulk submission), the order of jobs kept, a paused queue, a
-// listing that lapsed, an inbox item that no longer holds, and the inbox given back by
-// reconcile and by a stop.
+// many jobs (one, or several of a bulk submission), what an inbox entry carries, the order of
+// jobs kept, a paused queue, a listing that lapsed, an inbox item that no longer holds (deleted
+// by a cancel or a takeover, or skipped by the worker), and the inbox given back by reconcile and
+// by a stop.
 #include <gtest/gtest.h>
 
 #include <algorithm>
