@@ -34,8 +34,8 @@
 -- Job fields: task payload key prio attempts backoff backoff_max limit ttl max_takeovers
 -- state attempt failures takeovers outcomes owner entry level due created started finished
 -- result error reply inbox (the id of its entry in its owner's inbox, when a submission started
--- it for a listed consumer). The fence of an attempt is (attempt, owner): only the worker that holds
--- the job's current attempt can record its outcome, renew it or hand it back.
+-- it for a listed consumer). The fence of an attempt is (attempt, owner): only the worker that
+-- holds the job's current attempt can record its outcome, renew it or hand it back.
 --
 -- Time is Redis's own (TIME), in ms, so that workers on machines with different clocks agree.
 
