@@ -23,7 +23,7 @@ constexpr std::string_view help_text =
     "  --loops N             event loops (default: one per core)\n"
     "  --loop-slice US       an event loop that has held its core this many microseconds\n"
     "                        without a context switch yields it to other runnable threads\n"
-    "                        (model epoll; default 500; 0: never; at most 1000000)\n"
+    "                        (model epoll; default 100; 0: never; at most 1000000)\n"
     "  --store SPEC          sqlite:PATH, redis://HOST[:PORT] or\n"
     "                        redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "                        (default sqlite:./spoold.db)\n"

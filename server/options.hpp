@@ -24,7 +24,7 @@ struct options {
   unsigned loops = 0;  // 0: one per core
   // How long an event loop runs without waiting before it yields its core (event/run_slice.hpp);
   // 0: it never yields.
-  std::chrono::microseconds loop_slice{500};
+  std::chrono::microseconds loop_slice{100};
   std::string store = "sqlite:./spoold.db";
   // The Redis whose task queues (libspool_queue) /queue shows; "": the store, if it is Redis.
   std::string queue_store;
