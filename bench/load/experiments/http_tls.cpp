@@ -52,6 +52,7 @@ void make_certificate(const temp_dir& dir) {
 struct tls_sample {
   double value = 0;   // req/s or connections/s
   double cpu_us = 0;  // the server's CPU per request or connection, µs (0: none completed)
+  double p99_ms = 0;  // keep-alive: wrk's 99th percentile latency (0: handshake loads)
   std::string note;   // errors, resumption misses
 };
 
@@ -77,6 +78,7 @@ tls_sample measure_tls_point(const server_kind& kind, const std::string& load,
     s.cpu_us =
         per_operation_us(server->cpu_seconds() - cpu_before, static_cast<double>(r.requests));
     s.value = r.requests_per_s;
+    s.p99_ms = r.p99_ms;
     if (r.errors() > 0) s.note = std::to_string(r.errors()) + " errors";
   } else {
     handshake_load h;
@@ -146,14 +148,17 @@ void run_http_tls(const load_options& o) {
   std::printf(
       "   keepalive: wrk -t 2 -c C over https (req/s); full/resumed: C clients, one GET "
       "per new connection (connections/s); cpu: the server's CPU per request or connection "
-      "(us, median), which the clients' share of the cores does not move\n");
-  std::printf("%-10s %5s %-8s %10s %10s %10s %8s   %s\n", "load", "C", "server", "min", "median",
-              "max", "cpu", "over nginx, median (min..max) of the repeats: rate, cpu | notes");
+      "(us, median), which the clients' share of the cores does not move; p99: keep-alive "
+      "latency, wrk's 99th percentile (ms, median)\n");
+  std::printf("%-10s %5s %-8s %10s %10s %10s %8s %8s   %s\n", "load", "C", "server", "min",
+              "median", "max", "cpu", "p99",
+              "over nginx, median (min..max) of the repeats: rate, cpu | notes");
   int failed_points = 0;  // no figure, failed connections, or sessions not resumed
   for (const std::uint64_t connections : concurrency)
     for (const std::string& load : loads) {
       std::vector<std::vector<double>> values(servers.size());
       std::vector<std::vector<double>> cpu(servers.size());
+      std::vector<std::vector<double>> p99(servers.size());
       // Per server, its ratios in each repeat: to nginx (servers[1]), and spoold-b's to spoold.
       std::vector<std::vector<double>> ratios(servers.size()), cpu_ratios(servers.size());
       std::vector<double> b_ratios, b_cpu_ratios;
@@ -166,6 +171,7 @@ void run_http_tls(const load_options& o) {
           const tls_sample s = measure_tls_point(servers[k], load, connections, seconds, path);
           values[k].push_back(s.value);
           if (s.cpu_us > 0) cpu[k].push_back(s.cpu_us);
+          if (s.p99_ms > 0) p99[k].push_back(s.p99_ms);
           this_repeat[k] = s;
           if (!s.note.empty()) notes += " " + servers[k].name + ": " + s.note + ";";
           if (s.value <= 0 || !s.note.empty()) ++failed_points;
@@ -191,9 +197,13 @@ void run_http_tls(const load_options& o) {
       };
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const summary rate = summarize(values[k]);
-        std::printf("%-10s %5llu %-8s %10.0f %10.0f %10.0f %8.1f", load.c_str(),
+        char p99_text[32] = "-";
+        if (!p99[k].empty()) {
+          std::snprintf(p99_text, sizeof p99_text, "%.2f", summarize(p99[k]).median);
+        }
+        std::printf("%-10s %5llu %-8s %10.0f %10.0f %10.0f %8.1f %8s", load.c_str(),
                     static_cast<unsigned long long>(connections), servers[k].name.c_str(), rate.min,
-                    rate.median, rate.max, summarize(cpu[k]).median);
+                    rate.median, rate.max, summarize(cpu[k]).median, p99_text);
         print_ratios("   ", ratios[k]);
         print_ratios(", ", cpu_ratios[k]);
         if (k == 2) {
