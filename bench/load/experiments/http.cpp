@@ -502,7 +502,7 @@ const experiment& http_experiment() {
       "  --tiny              concurrency 10, 1 s, one repeat, both servers (the smoke test)\n"
       "  --tls               over TLS instead (spoold --tls-only, nginx listen ssl, one\n"
       "                      throwaway certificate): per --concurrency value C (default\n"
-      "                      4,64), keep-alive req/s with wrk -c C over https, and\n"
+      "                      4,64), keep-alive req/s and p99 with wrk -c C over https, and\n"
       "                      new connections/s with full and with resumed handshakes from C\n"
       "                      clients (spool-load-bench's own OpenSSL client); spoold/nginx ratios\n"
       "                      per repeat\n"
