@@ -9,7 +9,14 @@
 // its virtual CPUs between placements (BENCHMARKS.md, "The machine": about 60 or 330 ns, switching
 // several times a second), and every cross-CPU hand-off of the repeat pays that price.
 //
-//   spool-post-burst [THREADS [N [REPEATS [bulk]]]]     (defaults 2 1000000 10)
+// The fourth argument picks the path: none, the unbounded pool's posts (each into the
+// submitter's producer slot); `bulk`, one post_n; `bounded:CAP:POLICY`, posts to a pool with
+// config::queue_capacity CAP and on_full POLICY (block or caller_runs), whose submissions go
+// through the injector under its lock. With a bound the last column is the share of the tasks
+// the submitting thread ran itself (caller_runs runs a task there when the queue is full).
+//
+//   spool-post-burst [THREADS [N [REPEATS [bulk | bounded:CAP:POLICY]]]]
+//                                                       (defaults 2 1000000 10)
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -20,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 namespace {
@@ -81,6 +89,40 @@ double cross_cpu_round_trip_ns() {
   return ns;
 }
 
+// Tasks run by the calling thread of each run (the submitter's share, for caller_runs).
+thread_local long ran_here = 0;
+
+struct bound {
+  std::size_t capacity = 0;  // 0: unbounded
+  spool::full_policy policy = spool::full_policy::block;
+};
+
+// "bounded:CAP:POLICY", CAP at least 1; false if the text is not that.
+bool parse_bound(const char* text, bound& b) {
+  constexpr std::string_view prefix = "bounded:";
+  const std::string_view s(text);
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  const std::string_view rest = s.substr(prefix.size());
+  const std::size_t colon = rest.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::size_t capacity = 0;
+  for (const char c : rest.substr(0, colon)) {
+    if (c < '0' || c > '9' || capacity > (std::size_t{1} << 40)) return false;
+    capacity = capacity * 10 + static_cast<std::size_t>(c - '0');
+  }
+  const std::string_view policy = rest.substr(colon + 1);
+  if (capacity == 0) return false;
+  if (policy == "block") {
+    b.policy = spool::full_policy::block;
+  } else if (policy == "caller_runs") {
+    b.policy = spool::full_policy::caller_runs;
+  } else {
+    return false;
+  }
+  b.capacity = capacity;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,19 +130,30 @@ int main(int argc, char** argv) {
   const long n = argc > 2 ? std::atol(argv[2]) : 1'000'000;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 10;
   const bool bulk = argc > 4 && std::strcmp(argv[4], "bulk") == 0;
-  if (threads < 1 || n < 1 || repeats < 1) {
-    std::fprintf(stderr, "usage: spool-post-burst [THREADS [N [REPEATS [bulk]]]]\n");
+  bound limit;
+  const bool bad_mode = argc > 4 && !bulk && !parse_bound(argv[4], limit);
+  if (threads < 1 || n < 1 || repeats < 1 || bad_mode || argc > 5) {
+    std::fprintf(stderr,
+                 "usage: spool-post-burst [THREADS [N [REPEATS [bulk | bounded:CAP:POLICY]]]]\n"
+                 "  POLICY: block or caller_runs; CAP at least 1\n");
     return 2;
   }
-  std::printf("# %u threads, %ld %s, %d repeats\n", threads, n, bulk ? "tasks by post_n" : "posts",
+  std::printf("# %u threads, %ld %s, %d repeats", threads, n, bulk ? "tasks by post_n" : "posts",
               repeats);
+  if (limit.capacity != 0) {
+    std::printf(", queue_capacity %zu, on_full %s", limit.capacity,
+                limit.policy == spool::full_policy::block ? "block" : "caller_runs");
+  }
+  std::printf("\n");
   std::printf(
       "M tasks/s,process cores,process voluntary cs,process involuntary cs,"
       "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
-      "queued after posting,tail ms,cross-CPU round trip ns\n");
+      "queued after posting,tail ms,cross-CPU round trip ns,run by submitter\n");
   for (int r = 0; r < repeats; ++r) {
     spool::config cfg;
     cfg.threads = threads;
+    cfg.queue_capacity = limit.capacity;
+    cfg.on_full = limit.policy;
     spool::pool pool(cfg);
     pool.post([] {});
     pool.wait_idle();  // threads started and parked before the clock starts
@@ -109,8 +162,11 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &p0);
     getrusage(RUSAGE_THREAD, &t0);
     const auto start = std::chrono::steady_clock::now();
+    ran_here = 0;
     if (bulk) {
       pool.post_n(static_cast<std::size_t>(n), [](std::size_t) {});
+    } else if (limit.capacity != 0) {
+      for (long i = 0; i < n; ++i) pool.post([] { ++ran_here; });
     } else {
       for (long i = 0; i < n; ++i) pool.post([] {});
     }
@@ -123,12 +179,17 @@ int main(int argc, char** argv) {
     rusage p1, t1;
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
-    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f,%.0f\n",
+    char by_submitter[32] = "n/a";  // only the bounded posts count where their tasks ran
+    if (limit.capacity != 0 && !bulk) {
+      std::snprintf(by_submitter, sizeof by_submitter, "%.3f",
+                    static_cast<double>(ran_here) / static_cast<double>(n));
+    }
+    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f,%.0f,%s\n",
                 static_cast<double>(n) / wall / 1e6, (cpu_seconds(p1) - cpu_seconds(p0)) / wall,
                 p1.ru_nvcsw - p0.ru_nvcsw, p1.ru_nivcsw - p0.ru_nivcsw,
                 (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
                 (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw,
-                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms, round_trip_ns);
+                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms, round_trip_ns, by_submitter);
   }
   return 0;
 }
