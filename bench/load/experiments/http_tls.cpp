@@ -116,6 +116,13 @@ void run_http_tls(const load_options& o) {
   const std::string root = served_root(o);
   const std::string path = served_url_path(o);
   if (is_guestbook(path)) cannot_run("http", "--tls compares file serving: leave --file out");
+  // Every ratio is to nginx, and spoold is what is measured: a --servers that leaves either
+  // out would be ignored, so it is refused instead.
+  if (!o.servers.empty() &&
+      (std::find(o.servers.begin(), o.servers.end(), "spoold") == o.servers.end() ||
+       std::find(o.servers.begin(), o.servers.end(), "nginx") == o.servers.end())) {
+    cannot_run("http", "--tls measures spoold beside nginx (and --spoold-b): leave --servers out");
+  }
 
   spoold_settings sp;
   sp.binary = spoold_binary(o);
