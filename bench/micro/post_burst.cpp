@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
     char by_submitter[32] = "n/a";  // only the bounded posts count where their tasks ran
-    if (limit.capacity != 0 && !bulk) {
+    if (limit.capacity != 0) {
       std::snprintf(by_submitter, sizeof by_submitter, "%.3f",
                     static_cast<double>(ran_here) / static_cast<double>(n));
     }
