@@ -35,6 +35,9 @@ PARTIAL_HEAD = b"GET /hello.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 # The first bytes of a TLS record holding a ClientHello: the handshake is never complete.
 PARTIAL_CLIENT_HELLO = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(32)
 PROXY = "127.0.0.4"  # the trusted peer that sends PROXY headers
+# The server's own address: the tests count every connection it takes, and a client of another
+# test retrying a closed port on 127.0.0.1 must not be among them (Spoold's `host`).
+HOST = "127.0.0.21"
 PROXY_V1 = b"PROXY TCP4 192.0.2.9 127.0.0.1 40000 80\r\n"
 # A v2 header cut after its signature and version byte.
 PROXY_V2_PARTIAL = b"\r\n\r\n\x00\r\nQUIT\n\x21"
@@ -47,7 +50,7 @@ def corked_socket(port, source=None):
     s.settimeout(30 * SCALE)
     if source:
         s.bind((source, 0))
-    s.connect(("127.0.0.1", port))
+    s.connect((HOST, port))
     return s
 
 
@@ -93,7 +96,7 @@ HEADER_ERRORS = "spoold_proxy_header_errors_total"
 class AbandonedCase(SiteTestCase):
     def metrics(self, server, ca=None):
         if ca is not None and server.port == server.tls_port:  # --tls-only
-            with tls_connect(server.tls_port, client_context(ca)) as s:
+            with tls_connect(server.tls_port, client_context(ca), host=HOST) as s:
                 return parse_prometheus(get_over(s, "/metrics")[2].decode())
         return server.metrics()
 
@@ -138,7 +141,7 @@ class AbandonedCase(SiteTestCase):
 
 class PlainTest(AbandonedCase):
     def test_partial_heads_then_close(self):
-        with Spoold(self.site, self.store, NEVER) as server:
+        with Spoold(self.site, self.store, NEVER, host=HOST) as server:
             a = Abandoner(server)
             self.assert_released(server, lambda: a.plain(PARTIAL_HEAD), "a partial head",
                                  ACCEPTED)
@@ -149,9 +152,9 @@ class PlainTest(AbandonedCase):
     def test_whole_request_then_end(self):
         # A request and the client's end of stream together (it shuts its sending side and
         # reads): answered, then closed without waiting for the idle timeout.
-        with Spoold(self.site, self.store, NEVER) as server:
+        with Spoold(self.site, self.store, NEVER, host=HOST) as server:
             for _ in range(scaled(30, 10)):
-                with Conn(server.port) as c:
+                with Conn(server.port, host=HOST) as c:
                     c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
                     c.send(PARTIAL_HEAD + b"\r\n")
                     c.sock.shutdown(socket.SHUT_WR)
@@ -172,9 +175,9 @@ class BurstTest(AbandonedCase):
         if MODEL in ("prethreaded", "preforked"):
             # Refusals past --max-connections need more workers than it.
             args += ("--workers", str(4 * self.LIMIT))
-        with Spoold(self.site, self.store, args) as server:
+        with Spoold(self.site, self.store, args, host=HOST) as server:
             burst = 3 * self.LIMIT
-            socks = open_many(server.port, burst, 30)
+            socks = open_many(server.port, burst, 30, HOST)
             try:
                 # The server is full: past LIMIT connections are answered 503.
                 refused = self.wait_for_refusal(socks)
@@ -217,7 +220,7 @@ class BurstTest(AbandonedCase):
 class ProxyHeaderTest(AbandonedCase):
     def test_partial_proxy_headers_and_heads_then_close(self):
         args = NEVER + ("--trust", f"{PROXY}/32", "--proxy-protocol")
-        with Spoold(self.site, self.store, args) as server:
+        with Spoold(self.site, self.store, args, host=HOST) as server:
             a = Abandoner(server)
             self.assert_released(server, lambda: a.plain(PROXY_V1[:20], source=PROXY),
                                  "part of a v1 header", HEADER_ERRORS)
@@ -232,7 +235,7 @@ class ProxyHeaderTest(AbandonedCase):
 class TlsTest(AbandonedCase):
     def test_partial_handshakes_and_heads_then_close(self):
         ca, cert, key = self.certs()
-        with Spoold(self.site, self.store, tls_args(cert, key, NEVER)) as server:
+        with Spoold(self.site, self.store, tls_args(cert, key, NEVER), host=HOST) as server:
             a = Abandoner(server, ca)
             self.assert_released(server, lambda: a.plain(PARTIAL_CLIENT_HELLO,
                                                          port=server.tls_port),
@@ -246,7 +249,7 @@ class TlsBehindProxyTest(AbandonedCase):
     def test_header_then_partial_handshakes_and_heads_then_close(self):
         ca, cert, key = self.certs()
         extra = NEVER + ("--trust", f"{PROXY}/32", "--proxy-protocol")
-        with Spoold(self.site, self.store, tls_args(cert, key, extra)) as server:
+        with Spoold(self.site, self.store, tls_args(cert, key, extra), host=HOST) as server:
             a = Abandoner(server, ca)
             self.assert_released(
                 server, lambda: a.plain(PROXY_V1 + PARTIAL_CLIENT_HELLO, port=server.tls_port,

@@ -10,15 +10,15 @@ from spoold_harness import (HELLO, SCALE, Conn, ConnectionClosed, ServerTestCase
                             main, raise_nofile_limit, run_in_threads, scaled, wait_until)
 
 
-def open_many(port, n, deadline_s):
-    """n non-blocking connections to port, all connected; returns the sockets."""
+def open_many(port, n, deadline_s, host="127.0.0.1"):
+    """n non-blocking connections to host:port, all connected; returns the sockets."""
     sel = selectors.DefaultSelector()
     socks = []
     pending = 0
     for _ in range(n):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setblocking(False)
-        err = s.connect_ex(("127.0.0.1", port))
+        err = s.connect_ex((host, port))
         if err not in (0, errno.EINPROGRESS):
             raise OSError(err, f"connect failed after {len(socks)} connections")
         socks.append(s)

@@ -67,8 +67,9 @@ def client_context(ca_file, minimum=None, maximum=None, alpn=("http/1.1",)):
     return ctx
 
 
-def tls_connect(port, ctx, session=None):
-    raw = socket.create_connection(("127.0.0.1", port), timeout=10 * SCALE)
+def tls_connect(port, ctx, session=None, host="127.0.0.1"):
+    # The certificate names 127.0.0.1, whatever loopback address the server listens on.
+    raw = socket.create_connection((host, port), timeout=10 * SCALE)
     try:
         return ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session)
     except BaseException:

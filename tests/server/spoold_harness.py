@@ -223,8 +223,14 @@ class Spoold:
     exit status 0, the cpu line on stdout and, under sanitizers, no report on stderr.
     """
 
-    def __init__(self, root, store, args=(), port=0, env=None, preexec_fn=None):
+    def __init__(self, root, store, args=(), port=0, env=None, preexec_fn=None,
+                 host="127.0.0.1"):
         self.root = root
+        # The loopback address it listens on. A test that counts every connection the server
+        # takes gives it an address of its own: a client of another test still retrying a
+        # port that has closed (a store reconnecting to a Redis that was killed, a Sentinel)
+        # reaches 127.0.0.1 only, even when the kernel hands that port number to this server.
+        self.host = host
         self.store = store
         self.args = list(args)
         self.requested_port = port
@@ -240,7 +246,7 @@ class Spoold:
     # -- lifecycle --
 
     def start(self):
-        cmd = [spoold_binary(), "--port", str(self.requested_port), "--bind", "127.0.0.1",
+        cmd = [spoold_binary(), "--port", str(self.requested_port), "--bind", self.host,
                "--root", self.root, "--store", self.store] + self.args
         # SPOOLD_MODEL runs the same tests against another server architecture; spoold reads
         # the variable itself, so nothing is added to the command line.
@@ -328,12 +334,13 @@ class Spoold:
     # -- conveniences --
 
     def get(self, path, headers=None, method="GET", body=None, version="1.1"):
-        return request(self.port, method, path, headers=headers, body=body, version=version)
+        return request(self.port, method, path, headers=headers, body=body, version=version,
+                       host=self.host)
 
     def post_form(self, path, fields, headers=None):
         return request(self.port, "POST", path, body=form_body(fields),
                        headers={"Content-Type": "application/x-www-form-urlencoded",
-                                **(headers or {})})
+                                **(headers or {})}, host=self.host)
 
     def metrics(self):
         resp = self.get("/metrics")
@@ -448,14 +455,14 @@ def _no_body(status, method):
 class Conn:
     """A client connection that reads responses one at a time from a buffer."""
 
-    def __init__(self, port, timeout=30, rcvbuf=None, sock=None):
+    def __init__(self, port, timeout=30, rcvbuf=None, sock=None, host="127.0.0.1"):
         if sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             if rcvbuf is not None:
                 # Before connect, so the advertised window is small from the start.
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
             sock.settimeout(timeout * SCALE)
-            sock.connect(("127.0.0.1", port))
+            sock.connect((host, port))
         self.sock = sock
         self.buf = b""
         self.eof = False
@@ -572,11 +579,12 @@ def build_request(method, path, headers=None, body=None, version="1.1", host=Tru
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
-def request(port, method, path, headers=None, body=None, version="1.1", timeout=30):
+def request(port, method, path, headers=None, body=None, version="1.1", timeout=30,
+            host="127.0.0.1"):
     """One request on a fresh connection (Connection: close); returns the final response."""
     hdrs = {"Connection": "close"}
     hdrs.update(headers or {})
-    with Conn(port, timeout) as c:
+    with Conn(port, timeout, host=host) as c:
         c.send(build_request(method, path, hdrs, body, version))
         return c.read_final_response(method)
 
