@@ -181,6 +181,12 @@ class core {
   void leave_batch(worker* w, producer_slot* slot, std::size_t refused) noexcept;
   // Submission from outside the pool into the calling thread's own slot.
   std::error_code submit_to_slot(producer_slot& slot, work_item* t) noexcept;
+  // A bounded pool's slot submission: reserves room in the injector's count (or applies the
+  // full-queue policy), then submit_to_slot.
+  std::error_code submit_bounded_to_slot(producer_slot& slot, work_item* t) noexcept;
+  bool blocks_when_full() const noexcept {
+    return cfg_.on_full == full_policy::block || cfg_.on_full == full_policy::block_for;
+  }
   // Whether close() has been called; read after light_barrier(), the frequent side of the
   // pairing with close() (see close()).
   bool closed_after_barrier() noexcept { return load_after_light_barrier(closed_) != 0; }

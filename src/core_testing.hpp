@@ -39,6 +39,9 @@ struct core_testing {
   static std::size_t producer_slots_in_use(const core& c) noexcept {
     return c.queues_.slots().in_use();
   }
+  // The room of a bounded pool's queue in use: tasks in the injector and in producer slots
+  // that no worker has taken (queues/README.md, "The bound"); 0 for an unbounded pool.
+  static std::size_t bound_in_use(const core& c) noexcept { return c.queues_.shared().in_use(); }
   // Timers waiting in the pool's timer queue.
   static std::size_t pending_timers(core& c) noexcept { return c.timer_queue().pending(); }
   // The worker holding the timer watch (timers/README.md), or -1; and whether the timer

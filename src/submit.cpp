@@ -1,6 +1,7 @@
 // submit.cpp: how a task enters the pool (src/README.md, "Where a submission goes"): from a
-// worker onto its own deque; from an outside thread of an unbounded pool into its producer
-// slot; otherwise through the injector, which applies the bound and the full-queue policy.
+// worker onto its own deque; from an outside thread into its producer slot, after reserving
+// room in a bounded pool's count; otherwise through the injector. The injector holds the
+// bound, and a full one gets the full-queue policy on either path.
 //
 // Every path counts the submission (in exactly one counter) before the task becomes visible,
 // so the pool can never look quiescent with the task neither finished nor counted; a refusal
@@ -39,16 +40,16 @@ std::error_code core::submit(work_item* t, priority p) noexcept {
 
   // From outside the pool (another pool's worker is an outsider here too).
   if (p == priority::normal) {
-    if (producer_slot* slot = queues_.slots().mine()) return submit_to_slot(*slot, t);
+    if (producer_slot* slot = queues_.slots().mine()) {
+      if (!queues_.shared().bounded()) return submit_to_slot(*slot, t);
+      return submit_bounded_to_slot(*slot, t);
+    }
   }
 
   idle_.tally(nullptr, &counters::submitted, 1);
   injector& shared = queues_.shared();
   // A producer about to wait for room stops taking a core (see outside_sleeps).
-  if (cfg_.queue_capacity != 0 && shared.size() >= cfg_.queue_capacity &&
-      (cfg_.on_full == full_policy::block || cfg_.on_full == full_policy::block_for)) {
-    sleep_.outside_sleeps();
-  }
+  if (shared.full() && blocks_when_full()) sleep_.outside_sleeps();
   auto [err, evicted] = shared.push(t, p);
   if (evicted != nullptr) {  // discard_oldest: the queue is not empty, so no idle waiter to tell
     evicted->cancel();
@@ -67,6 +68,39 @@ std::error_code core::submit(work_item* t, priority p) noexcept {
     return {};
   }
   return refuse(nullptr, t, err);
+}
+
+std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) noexcept {
+  injector& shared = queues_.shared();
+  if (!shared.try_reserve()) {
+    // Full: the policy, as the injector applies it (discard_oldest pools have no slots).
+    std::error_code why;
+    if (blocks_when_full()) {
+      sleep_.outside_sleeps();
+      why = shared.wait_for_room();  // the task is counted in the slot once it has room
+      if (why) idle_.tally(nullptr, &counters::submitted, 1);
+    } else {
+      // Counted first, then the closed check, as for a slot (submit_to_slot): a shutdown
+      // either sees the count and waits for the task run here, or this sees the flag.
+      idle_.tally(nullptr, &counters::submitted, 1);
+      if (closed_after_barrier()) {
+        why = errc::shut_down;
+      } else if (cfg_.on_full == full_policy::caller_runs) {
+        counts_.accepted_outside();
+        execute(nullptr, t);
+        idle_.notify();
+        return {};
+      } else {
+        why = errc::full;
+      }
+    }
+    if (why) return refuse(nullptr, t, why);
+  }
+  // The room is reserved; it goes back when a worker (or a drain, or this thread taking the
+  // task back) takes the task out of the slot, or now if the slot refuses it.
+  const std::error_code why = submit_to_slot(slot, t);
+  if (why) shared.release(1);
+  return why;
 }
 
 std::error_code core::submit_due(work_item* t, priority p) noexcept {
@@ -94,10 +128,10 @@ bulk_result core::submit_bulk(std::size_t n, work_item* (*make)(void*, std::size
   if (n == 0) return r;
   worker* w = own_worker();
   const bool own = w != nullptr;
-  producer_slot* slot = own ? nullptr : queues_.slots().mine();
+  producer_slot* slot = own ? nullptr : queues_.slot_for_batches();
   if (!own && slot == nullptr) {
-    // Through the injector (a bounded pool, or more outside threads than slots): each task
-    // meets the bound and the policy on its own.
+    // One submission at a time (a bounded pool, or more outside threads than slots): each
+    // task meets the bound and the policy on its own.
     for (; r.accepted < n; ++r.accepted) {
       work_item* t = make(context, r.accepted);
       if (t == nullptr) {

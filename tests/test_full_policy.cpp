@@ -8,6 +8,7 @@
 #include <spool/spool.h>
 #include <spool/spool.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "core_testing.hpp"
+#include "stress_scale.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -422,4 +425,132 @@ TEST(WorkerSubmissions, IgnoreTheBound) {
     EXPECT_TRUE(filler_ran);
     EXPECT_EQ(p.statistics().cancelled, 0u);
   }
+}
+
+// ---- The bound across producer slots (queues/README.md, "The bound") ----
+//
+// A bounded pool's outside threads submit into their own producer slots after reserving room
+// in one count, which whoever takes a task out gives back. These tests check what that must
+// keep: a producer's order, the bound itself under many producers (past the slots too), the
+// count back at zero whatever path took the tasks, and the policies' outcomes.
+
+namespace {
+
+std::size_t bound_in_use(spool::pool& p) {
+  return spool::detail::core_testing::bound_in_use(spool::detail::pool_access::of(p));
+}
+
+}  // namespace
+
+// One producer blocked again and again by a bound of 4: its tasks still run in the order it
+// submitted them (one worker, so running order is starting order).
+TEST(BoundedSlots, OneProducersTasksStartInOrderUnderBlock) {
+  const int n = stress_iterations(20000);
+  spool::pool p{pool_config(1, 4, spool::full_policy::block)};
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) p.post([&order, i] { order.push_back(i); });
+  p.wait_idle();
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(bound_in_use(p), 0u);
+}
+
+// Many producers, more than the pool has producer slots (so some submit through the injector),
+// each policy but discard_oldest: the room in use never passes the bound, every accepted task
+// runs exactly once, every refusal and inline run is counted, and the count ends at zero.
+TEST(BoundedSlots, ManyProducersKeepTheBoundAndLoseNothing) {
+  constexpr std::size_t capacity = 8;
+  constexpr int producers = 40;  // past the 32 producer slots
+  const int per_producer = stress_iterations(2000);
+  for (spool::full_policy policy : {spool::full_policy::block, spool::full_policy::block_for,
+                                    spool::full_policy::reject, spool::full_policy::caller_runs}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    spool::config cfg = pool_config(2, capacity, policy);
+    cfg.block_timeout = 10min;
+    spool::pool p{cfg};
+    std::atomic<int> ran{0}, ran_inline{0}, refused{0};
+    std::atomic<bool> done{false};
+    std::size_t most_in_use = 0;
+    std::thread watcher([&] {
+      while (!done.load()) most_in_use = std::max(most_in_use, bound_in_use(p));
+    });
+    std::vector<std::thread> threads;
+    threads.reserve(producers);
+    for (int k = 0; k < producers; ++k) {
+      threads.emplace_back([&] {
+        const std::thread::id me = std::this_thread::get_id();
+        for (int i = 0; i < per_producer; ++i) {
+          if (p.try_post([&, me] {
+                ++ran;
+                if (std::this_thread::get_id() == me) ++ran_inline;
+              })) {
+            ++refused;
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    p.wait_idle();
+    done = true;
+    watcher.join();
+    const int total = producers * per_producer;
+    EXPECT_LE(most_in_use, capacity);
+    EXPECT_EQ(bound_in_use(p), 0u);
+    EXPECT_EQ(ran + refused, total);
+    const spool::stats s = p.statistics();
+    EXPECT_EQ(s.rejected, static_cast<std::uint64_t>(refused.load()));
+    EXPECT_EQ(s.completed, static_cast<std::uint64_t>(ran.load()));
+    if (policy == spool::full_policy::reject) {
+      EXPECT_EQ(ran_inline, 0);
+    } else {
+      EXPECT_EQ(refused, 0);
+    }
+    if (policy != spool::full_policy::caller_runs) {
+      EXPECT_EQ(ran_inline, 0);
+    }
+  }
+}
+
+// A discarding shutdown drops what waits in the producer slots and gives its room back; the
+// dropped tasks' futures report cancellation.
+TEST(BoundedSlots, DiscardingShutdownGivesTheRoomBack) {
+  spool::pool p{pool_config(1, 4, spool::full_policy::reject)};
+  gate release;
+  std::latch started{1};
+  hold_workers(p, started, release);
+  std::vector<spool::future<int>> queued;
+  queued.reserve(4);
+  for (int i = 0; i < 4; ++i) queued.push_back(p.submit([i] { return i; }));
+  EXPECT_EQ(bound_in_use(p), 4u);
+  EXPECT_EQ(p.try_post([] {}), spool::errc::full);
+  std::size_t dropped = 0;
+  std::thread stopper([&] { dropped = p.shutdown(spool::shutdown_mode::discard); });
+  // The worker is held, so only the shutdown's drain takes the tasks out; then the worker may
+  // go, and the shutdown, which waits for it, returns.
+  while (bound_in_use(p) != 0) std::this_thread::yield();
+  release.open();
+  stopper.join();
+  EXPECT_EQ(dropped, 4u);
+  EXPECT_EQ(bound_in_use(p), 0u);
+  for (spool::future<int>& f : queued) {
+    EXPECT_EQ(error_code_of([&] { (void)f.get(); }), spool::errc::cancelled);
+  }
+}
+
+// post_n on a bounded pool submits one task per index, each meeting the bound: with the worker
+// held and room for 3, reject takes 3 and refuses the rest of the batch.
+TEST(BoundedSlots, BatchesMeetTheBoundTaskByTask) {
+  spool::pool p{pool_config(1, 3, spool::full_policy::reject)};
+  gate release;
+  std::latch started{1};
+  hold_workers(p, started, release);
+  std::atomic<int> ran{0};
+  const spool::bulk_result r = p.try_post_n(10, [&](std::size_t) { ++ran; });
+  EXPECT_EQ(r.accepted, 3u);
+  EXPECT_EQ(r.error, spool::errc::full);
+  EXPECT_EQ(bound_in_use(p), 3u);
+  release.open();
+  p.wait_idle();
+  EXPECT_EQ(ran, 3);
+  EXPECT_EQ(bound_in_use(p), 0u);
 }

@@ -81,12 +81,37 @@ TEST(OwnTask, NotTakenBackPastOlderTasksOfTheSameProducer) {
   EXPECT_EQ(mine_at, 1);
 }
 
-// Paths that never take a task back: a bounded pool (no producer slots), and high or low
-// priority (the shared queue). The workers run those.
-TEST(OwnTask, BoundedPoolsAndOtherPrioritiesRunOnAWorker) {
+// A bounded pool's waiter takes its task back too, and the task's room in the bound with it:
+// with the only worker held and the queue full, the waiter runs its task, and the room that
+// frees lets the next submission in.
+TEST(OwnTask, BoundedPoolsTakeBackAndFreeTheRoom) {
+  const std::thread::id me = std::this_thread::get_id();
+  for (spool::full_policy policy : {spool::full_policy::block, spool::full_policy::block_for,
+                                    spool::full_policy::reject, spool::full_policy::caller_runs}) {
+    spool::pool p(pool_config(1, 1, policy));
+    const spool::detail::core& c = spool::detail::pool_access::of(p);
+    gate release;
+    std::latch started(1);
+    hold_workers(p, started, release);
+    spool::future<std::thread::id> f = p.submit([] { return std::this_thread::get_id(); });
+    EXPECT_EQ(spool::detail::core_testing::bound_in_use(c), 1u);
+    EXPECT_EQ(f.get(), me);
+    EXPECT_EQ(spool::detail::core_testing::bound_in_use(c), 0u);
+    EXPECT_FALSE(p.try_post([] {})) << "the room the waiter took back was not freed";
+    release.open();
+    p.wait_idle();
+    EXPECT_EQ(spool::detail::core_testing::bound_in_use(c), 0u);
+    EXPECT_EQ(p.statistics().completed, 3u);
+  }
+}
+
+// Paths that never take a task back: a discard_oldest pool (no producer slots: its oldest
+// task must be found in one queue), and high or low priority (the shared queue). The workers
+// run those.
+TEST(OwnTask, DiscardOldestPoolsAndOtherPrioritiesRunOnAWorker) {
   const std::thread::id me = std::this_thread::get_id();
   {
-    spool::pool p(pool_config(1, 64));
+    spool::pool p(pool_config(1, 64, spool::full_policy::discard_oldest));
     EXPECT_NE(p.submit([] { return std::this_thread::get_id(); }).get(), me);
   }
   spool::pool p(pool_config(1));

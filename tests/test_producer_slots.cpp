@@ -63,7 +63,7 @@ TEST(ProducerSlots, OneThreadManyPools) {
 }
 
 // A single outside producer's tasks start in submission order on a one-thread pool, whether
-// they travel through a slot (unbounded) or the injector (bounded).
+// the pool is unbounded or bounded (its slot, after a reservation in the bound).
 TEST(ProducerSlots, OneProducerKeepsOrder) {
   for (std::size_t capacity : {std::size_t{0}, std::size_t{4096}}) {
     spool::pool pool{spool::config{.threads = 1, .queue_capacity = capacity}};

@@ -70,7 +70,10 @@ struct config {
   // has run only high-priority tasks for this long takes one normal task: nothing starves.
   // 0 turns aging off (strict priorities).
   std::chrono::nanoseconds aging = std::chrono::milliseconds(100);
-  // Bound on tasks queued from outside the pool; 0 means unbounded.
+  // Bound on tasks queued from outside the pool that no worker has taken yet; 0 means
+  // unbounded. A full queue gets on_full. A worker takes a run of up to 32 of one outside
+  // thread's tasks at a time, which leave the bound then: with W workers at most
+  // queue_capacity + W * min(31, queue_capacity - 1) outside tasks wait to start.
   std::size_t queue_capacity = 0;
   full_policy on_full = full_policy::block;
   // How long full_policy::block_for waits for room.

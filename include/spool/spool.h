@@ -87,7 +87,9 @@ typedef enum spool_task_end {
 
 typedef struct spool_config {
   unsigned threads;      /* worker threads of a fixed pool; 0 = number of CPUs */
-  size_t queue_capacity; /* bound on tasks queued from outside the pool; 0 = unbounded */
+  size_t queue_capacity; /* bound on tasks queued from outside the pool and not yet taken by
+                            a worker (spool/config.hpp says what a worker's run leaves out);
+                            0 = unbounded */
   spool_full_policy on_full;
   unsigned block_timeout_ms; /* for SPOOL_FULL_BLOCK_TIMEOUT */
   const char* name;          /* thread name prefix; NULL = "spool" */

@@ -89,13 +89,13 @@ class range_ticket final : public work_item {
 };
 
 bool core::takes_ranges() noexcept {
-  return own_worker() != nullptr || queues_.slots().mine() != nullptr;
+  return own_worker() != nullptr || queues_.slot_for_batches() != nullptr;
 }
 
 bulk_result core::submit_range(range_job* job) noexcept {
   const std::size_t n = job->size;
   worker* w = own_worker();
-  producer_slot* slot = w != nullptr ? nullptr : queues_.slots().mine();
+  producer_slot* slot = w != nullptr ? nullptr : queues_.slot_for_batches();
   if (w == nullptr && slot == nullptr) {  // pool::try_post_n asked takes_ranges() first
     job->destroy();
     return {0, errc::invalid_argument};

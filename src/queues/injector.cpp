@@ -31,6 +31,7 @@ work_item* injector::take_locked(int level) noexcept {
   --count_;
   level_size_[level].fetch_sub(1, std::memory_order_relaxed);
   size_.store(count_, std::memory_order_seq_cst);
+  unreserve_locked();
   if (level == index(priority::low)) {
     low_since_.pop_front();
     publish_oldest_low_locked();
@@ -58,32 +59,61 @@ void injector::publish_oldest_low_locked() noexcept {
   oldest_low_.store(oldest.time_since_epoch().count(), std::memory_order_relaxed);
 }
 
+std::error_code injector::wait_for_room() noexcept {
+  std::unique_lock lock(mu_);
+  blocked_.fetch_add(1, std::memory_order_seq_cst);
+  bool got_room = true;
+  auto room = [this] { return room_locked(); };
+  if (policy_ == full_policy::block_for) {
+    got_room = not_full_.wait_for(lock, timeout_, room);
+  } else {
+    not_full_.wait(lock, room);
+  }
+  blocked_.fetch_sub(1, std::memory_order_relaxed);
+  // room_locked() reads closed_ first and reserves nothing once it is set.
+  if (closed_) return errc::shut_down;
+  return got_room ? std::error_code{} : std::error_code{errc::timed_out};
+}
+
+void injector::wake_blocked(std::size_t n) noexcept {
+  // Taking mu_ orders this after a waiter's look at the count: it is waiting by now, or it
+  // looks again (release()'s pairing, in the header).
+  { std::lock_guard lock(mu_); }
+  if (n == 1) {
+    not_full_.notify_one();
+  } else {
+    not_full_.notify_all();
+  }
+}
+
 injector::push_result injector::push(work_item* t, priority p, bool bypass_bound) noexcept {
   const int level = index(p);
   std::unique_lock lock(mu_);
   if (closed_ && !bypass_bound) return {errc::shut_down, nullptr};
   work_item* evicted = nullptr;
-  if (!bypass_bound && full_locked()) {
+  if (capacity_ != 0 && bypass_bound) {
+    used_.fetch_add(1, std::memory_order_seq_cst);  // counted, never refused
+  } else if (capacity_ != 0 && !try_reserve()) {
     switch (policy_) {
       case full_policy::reject:
       case full_policy::caller_runs:
         return {errc::full, nullptr};
       case full_policy::discard_oldest:
+        // The evicted task's room goes to t. Only this path (under mu_) and the workers'
+        // bypassing pushes raise the count of a discard_oldest pool, which has no slots.
         evicted = evict_locked();
+        used_.fetch_add(1, std::memory_order_seq_cst);
         break;
       case full_policy::block:
       case full_policy::block_for: {
-        ++blocked_;
-        auto room = [this] { return closed_ || !full_locked(); };
-        bool got_room = true;
-        if (policy_ == full_policy::block) {
-          not_full_.wait(lock, room);
-        } else {
-          got_room = not_full_.wait_for(lock, timeout_, room);
+        lock.unlock();
+        if (std::error_code why = wait_for_room()) return {why, nullptr};
+        lock.lock();
+        if (closed_) {  // closed between the reservation and this lock
+          lock.unlock();
+          release(1);
+          return {errc::shut_down, nullptr};
         }
-        --blocked_;
-        if (closed_) return {errc::shut_down, nullptr};
-        if (!got_room) return {errc::timed_out, nullptr};
         break;
       }
     }
@@ -92,7 +122,11 @@ injector::push_result injector::push(work_item* t, priority p, bool bypass_bound
     try {
       low_since_.push_back(clock::now());
     } catch (...) {
-      return {errc::no_memory, evicted};  // evicted (if any) is still the caller's to cancel
+      // The room t was given goes back (none for an unbounded injector); evicted (if any) is
+      // still the caller's to cancel.
+      lock.unlock();
+      release(1);
+      return {errc::no_memory, evicted};
     }
     if (low_since_.size() == 1) publish_oldest_low_locked();
   }
@@ -104,7 +138,7 @@ work_item* injector::pop() noexcept {
   if (size_.load(std::memory_order_relaxed) == 0) return nullptr;
   std::unique_lock lock(mu_);
   work_item* t = take_highest_locked();
-  bool wake_producer = t != nullptr && blocked_ > 0;
+  bool wake_producer = t != nullptr && blocked_.load(std::memory_order_relaxed) > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();
   return t;
@@ -114,7 +148,7 @@ work_item* injector::pop(priority p) noexcept {
   if (queued(p) == 0) return nullptr;
   std::unique_lock lock(mu_);
   work_item* t = take_locked(index(p));
-  bool wake_producer = t != nullptr && blocked_ > 0;
+  bool wake_producer = t != nullptr && blocked_.load(std::memory_order_relaxed) > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();
   return t;
@@ -140,11 +174,12 @@ work_item* injector::pop_isolated(priority p, region_match region) noexcept {
   --count_;
   level_size_[level].fetch_sub(1, std::memory_order_relaxed);
   size_.store(count_, std::memory_order_seq_cst);
+  unreserve_locked();
   if (level == index(priority::low)) {
     low_since_.erase(low_since_.begin() + static_cast<std::ptrdiff_t>(at));
     publish_oldest_low_locked();
   }
-  const bool wake_producer = blocked_ > 0;
+  const bool wake_producer = blocked_.load(std::memory_order_relaxed) > 0;
   lock.unlock();
   if (wake_producer) not_full_.notify_one();
   return t;

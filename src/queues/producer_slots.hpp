@@ -1,11 +1,13 @@
 // queues/producer_slots.hpp: lock-free lanes for threads outside the pool.
 //
-// A thread outside the pool that submits to an unbounded pool gets a slot of its own on its
-// first submission: a work-stealing deque that only it pushes to, and that workers steal
-// from, oldest first. Submitting is then a store into the thread's own deque, with no lock
-// and no line shared with other producers; a single producer's tasks still start in the order
-// they were submitted. Bounded pools do not use slots: a bound needs one shared count, which
-// the injector keeps. When every slot is taken, later threads use the injector.
+// A thread outside the pool that submits to it gets a slot of its own on its first
+// submission: a work-stealing deque that only it pushes to, and that workers steal from,
+// oldest first. Submitting is then a store into the thread's own deque, with no lock and no
+// line shared with other producers; a single producer's tasks still start in the order they
+// were submitted. A bounded pool's producer first reserves room in the bound, one count
+// shared with the injector (queues/README.md, "The bound"): its only shared line. A
+// discard_oldest pool has no slots (its oldest task must be found in one queue). When every
+// slot is taken, later threads use the injector.
 //
 // Giving slots back. A thread that exits gives its slots back (the thread-local cache's exit
 // hook marks each `released`; so does a thread whose cache evicts a pool's entry); the tasks

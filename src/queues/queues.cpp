@@ -34,7 +34,12 @@ queues::queues(const config& cfg, const roster& workers, sleep_control& wake)
       workers_(workers),
       wake_(wake),
       injector_(cfg.queue_capacity, cfg.on_full, cfg.block_timeout),
-      slots_(cfg.queue_capacity == 0 ? k_producer_slots : 0, workers) {
+      // discard_oldest evicts the oldest queued task, which only one FIFO can tell: a pool
+      // with that policy keeps every outside submission in the injector.
+      slots_(cfg.queue_capacity == 0 || cfg.on_full != full_policy::discard_oldest
+                 ? k_producer_slots
+                 : 0,
+             workers) {
   if (!cfg.affinity.empty()) {
     places_ = worker_places(cfg.affinity, read_topology(), workers.capacity());
     if (!places_.empty()) near_ = places_.data();
@@ -234,6 +239,9 @@ ws_deque::steal_result queues::take_from_slot(worker& w, producer_slot& slot) no
   if (void (*pause)() = fill_pause.load(std::memory_order_relaxed)) pause();
   if (count > 1) w.batch.fill(&slot, run + 1, count - 1);
   slot.unlock_batching();
+  // The run leaves a bounded pool's count (README.md, "The bound"): one read-modify-write per
+  // run, after the lock, since it may wake a blocked producer.
+  if (count > 0) injector_.release(count);
   // The run was out of sight between the CAS on the slot and the fill: a worker that looked
   // then saw neither and may have gone to sleep. Making the batch visible is a submission
   // like any other for the parking protocol (sleep/README.md).
@@ -251,6 +259,7 @@ bool queues::take_back(const work_item* t) noexcept {
   const bool took = !slots_.held_by_batch(*slot) && slot->deque.steal_if(t);
   if (void (*pause)() = take_back_pause.load(std::memory_order_relaxed)) pause();
   slot->unlock_batching();
+  if (took) injector_.release(1);
   return took;
 }
 

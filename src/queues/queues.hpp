@@ -1,7 +1,7 @@
 // queues/queues.hpp: where tasks wait, and how a worker finds the next one.
 //
-// State: the injector (the shared queue, one FIFO per priority; injector.hpp) and the producer
-// slots (one deque per outside thread of an unbounded pool; producer_slots.hpp). Each worker's
+// State: the injector (the shared queue, one FIFO per priority, and the bound; injector.hpp)
+// and the producer slots (one deque per outside thread; producer_slots.hpp). Each worker's
 // own deque and stolen batch live in its slot (worker.hpp); this part is what searches them.
 //
 // Search order (README.md, "Priorities"): injector high -> own deque -> own stolen batch ->
@@ -53,8 +53,8 @@ class queues {
 
   // The next task for w, by the search order above; null if none was found.
   work_item* find_task(worker& w) noexcept {
-    // One load of the injector's total first: a pool whose injector is empty (an unbounded
-    // pool using normal priority) pays nothing more for priorities on this path.
+    // One load of the injector's total first: a pool whose injector is empty (normal priority,
+    // outside threads in their slots) pays nothing more for priorities on this path.
     const bool injected = !injector_.empty();
     if (injected && injector_.queued(priority::high) != 0) {
       if (work_item* t = take_high(w)) return t;
@@ -84,8 +84,8 @@ class queues {
   // itself: only if t is the oldest task queued there and no worker's batch holds older ones
   // of that slot, so the slot's tasks still start in submission order. Under the slot's
   // batching lock, as a worker taking a run would be. False if t is not there (taken already,
-  // not the oldest, another thread's slot, or no slot: a bounded pool, or a thread past the
-  // slot count).
+  // not the oldest, another thread's slot, or no slot: a discard_oldest pool, or a thread
+  // past the slot count).
   bool take_back(const work_item* t) noexcept;
 
   // Whether any queue holds a task (a snapshot, for the parking protocol's last looks).
@@ -124,8 +124,18 @@ class queues {
       sweep([&] { return w->batch.take(); });
     }
     for (std::size_t i = 0, n = slots_.in_use(); i < n; ++i) {
-      sweep([&] { return slots_[i].deque.steal(); });
+      sweep([&] {
+        auto r = slots_[i].deque.steal();
+        if (r.item != nullptr) injector_.release(1);
+        return r;
+      });
     }
+  }
+
+  // The calling thread's producer slot for a batch of tasks (post_n, a range's ticket), or
+  // null: a bounded pool takes batches through the injector, each task meeting the bound.
+  producer_slot* slot_for_batches() noexcept {
+    return injector_.bounded() ? nullptr : slots_.mine();
   }
 
  private:
@@ -154,7 +164,7 @@ class queues {
   const roster& workers_;
   sleep_control& wake_;
   injector injector_;
-  producer_slots slots_;  // unbounded pools only (see producer_slots.hpp)
+  producer_slots slots_;  // none for a discard_oldest pool (see producer_slots.hpp)
   // Each worker slot's place, when config::affinity pins the workers and the topology is
   // known (placement/topology.hpp); empty otherwise. near_ is its data, or null: steal()'s one
   // load to choose the walk.
