@@ -184,6 +184,9 @@ class core {
   // A bounded pool's slot submission: reserves room in the injector's count (or applies the
   // full-queue policy), then submit_to_slot.
   std::error_code submit_bounded_to_slot(producer_slot& slot, work_item* t) noexcept;
+  // block and block_for: polls the bound for room before the producer sleeps; true with the
+  // room reserved.
+  bool poll_for_room(injector& shared) noexcept;
   bool blocks_when_full() const noexcept {
     return cfg_.on_full == full_policy::block || cfg_.on_full == full_policy::block_for;
   }

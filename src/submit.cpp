@@ -8,6 +8,7 @@
 // undoes the count and then tells quiescence (the undone count may be what makes the pool
 // quiescent). Every path that makes a task visible then calls sleep_.notify_worker().
 #include "core.hpp"
+#include "sync/cpu_relax.hpp"
 
 namespace spool::detail {
 namespace {
@@ -76,9 +77,11 @@ std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) 
     // Full: the policy, as the injector applies it (discard_oldest pools have no slots).
     std::error_code why;
     if (blocks_when_full()) {
-      sleep_.outside_sleeps();
-      why = shared.wait_for_room();  // the task is counted in the slot once it has room
-      if (why) idle_.tally(nullptr, &counters::submitted, 1);
+      if (!poll_for_room(shared)) {
+        sleep_.outside_sleeps();
+        why = shared.wait_for_room();  // the task is counted in the slot once it has room
+        if (why) idle_.tally(nullptr, &counters::submitted, 1);
+      }
     } else {
       // Counted first, then the closed check, as for a slot (submit_to_slot): a shutdown
       // either sees the count and waits for the task run here, or this sees the flag.
@@ -101,6 +104,17 @@ std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) 
   const std::error_code why = submit_to_slot(slot, t);
   if (why) shared.release(1);
   return why;
+}
+
+bool core::poll_for_room(injector& shared) noexcept {
+  // As an outside waiter polls its future (config::spin_rounds, 4 pauses a round; nothing at
+  // 0): the workers give room back a run at a time, often within a microsecond, and a sleep
+  // on the injector's condition variable and the wake-up cost several.
+  for (unsigned round = 0; round < cfg_.spin_rounds; ++round) {
+    for (int i = 0; i < 4; ++i) cpu_relax();
+    if (!shared.full() && shared.try_reserve()) return true;
+  }
+  return false;
 }
 
 std::error_code core::submit_due(work_item* t, priority p) noexcept {

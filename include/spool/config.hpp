@@ -85,7 +85,8 @@ struct config {
   std::function<void(std::exception_ptr)> on_exception = {};
   // Rounds an idle worker polls for work before it sleeps (each round is a look at the
   // queues after a few pause instructions, or after sched_yield() past the first 8), and a
-  // thread outside the pool polls a future before it sleeps on it. Polling buys round-trip
+  // thread outside the pool polls a future before it sleeps on it, or a full queue (block,
+  // block_for) for room. Polling buys round-trip
   // latency with CPU time: a task that arrives while a worker polls, or a result that arrives
   // while its waiter polls, costs no futex wake-up (BENCHMARKS.md, `latency`, has the trade
   // measured). A worker that ran a single task after an idle spell longer than about a
