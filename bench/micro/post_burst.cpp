@@ -12,9 +12,12 @@
 //
 // The fourth argument picks the path: none, the unbounded pool's posts (each into the
 // submitter's producer slot); `bulk`, one post_n; `bounded:CAP:POLICY`, posts to a pool with
-// config::queue_capacity CAP and on_full POLICY (block or caller_runs), whose submissions go
-// through the injector under its lock. With a bound the last column is the share of the tasks
-// the submitting thread ran itself (caller_runs runs a task there when the queue is full).
+// config::queue_capacity CAP and on_full POLICY: block or caller_runs, whose submissions go
+// into the submitter's producer slot after a reservation in the bound, or discard_oldest,
+// whose submissions go through the injector under its lock (the path of other priorities and
+// of the outside threads past the slots). With a bound the second-last column is the share of
+// the tasks the submitting thread ran itself (caller_runs runs a task there when the queue is
+// full), and the last the tasks discard_oldest dropped.
 //
 //   spool-post-burst [THREADS [N [REPEATS [bulk | bounded:CAP:POLICY]]]]
 //                                                       (defaults 2 1000000 10)
@@ -120,6 +123,8 @@ bool parse_bound(const char* text, bound& b) {
     b.policy = spool::full_policy::block;
   } else if (policy == "caller_runs") {
     b.policy = spool::full_policy::caller_runs;
+  } else if (policy == "discard_oldest") {
+    b.policy = spool::full_policy::discard_oldest;
   } else {
     return false;
   }
@@ -139,20 +144,22 @@ int main(int argc, char** argv) {
   if (threads < 1 || n < 1 || repeats < 1 || bad_mode || argc > 5) {
     std::fprintf(stderr,
                  "usage: spool-post-burst [THREADS [N [REPEATS [bulk | bounded:CAP:POLICY]]]]\n"
-                 "  POLICY: block or caller_runs; CAP at least 1\n");
+                 "  POLICY: block, caller_runs or discard_oldest; CAP at least 1\n");
     return 2;
   }
   std::printf("# %u threads, %ld %s, %d repeats", threads, n, bulk ? "tasks by post_n" : "posts",
               repeats);
   if (limit.capacity != 0) {
-    std::printf(", queue_capacity %zu, on_full %s", limit.capacity,
-                limit.policy == spool::full_policy::block ? "block" : "caller_runs");
+    const char* policy = limit.policy == spool::full_policy::block         ? "block"
+                         : limit.policy == spool::full_policy::caller_runs ? "caller_runs"
+                                                                           : "discard_oldest";
+    std::printf(", queue_capacity %zu, on_full %s", limit.capacity, policy);
   }
   std::printf("\n");
   std::printf(
       "M tasks/s,process cores,process voluntary cs,process involuntary cs,"
       "submitter cores,submitter sys ms,submitter involuntary cs,submitter voluntary cs,"
-      "queued after posting,tail ms,cross-CPU round trip ns,run by submitter\n");
+      "queued after posting,tail ms,cross-CPU round trip ns,run by submitter,dropped\n");
   for (int r = 0; r < repeats; ++r) {
     spool::config cfg;
     cfg.threads = threads;
@@ -186,16 +193,19 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &p1);
     getrusage(RUSAGE_THREAD, &t1);
     char by_submitter[32] = "n/a";  // only the bounded posts count where their tasks ran
+    char dropped[32] = "n/a";
     if (limit.capacity != 0) {
       std::snprintf(by_submitter, sizeof by_submitter, "%.3f",
                     static_cast<double>(ran_here) / static_cast<double>(n));
+      std::snprintf(dropped, sizeof dropped, "%llu",
+                    static_cast<unsigned long long>(pool.statistics().cancelled));
     }
-    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f,%.0f,%s\n",
+    std::printf("%.2f,%.2f,%ld,%ld,%.2f,%.1f,%ld,%ld,%zu,%.2f,%.0f,%s,%s\n",
                 static_cast<double>(n) / wall / 1e6, (cpu_seconds(p1) - cpu_seconds(p0)) / wall,
                 p1.ru_nvcsw - p0.ru_nvcsw, p1.ru_nivcsw - p0.ru_nivcsw,
                 (cpu_seconds(t1) - cpu_seconds(t0)) / wall,
                 (sys_seconds(t1) - sys_seconds(t0)) * 1e3, t1.ru_nivcsw - t0.ru_nivcsw,
-                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms, round_trip_ns, by_submitter);
+                t1.ru_nvcsw - t0.ru_nvcsw, backlog, tail_ms, round_trip_ns, by_submitter, dropped);
   }
   return 0;
 }
