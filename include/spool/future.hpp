@@ -34,11 +34,11 @@ class promise;
 //    blocking the thread, so nested fork/join finishes even on a one-thread pool;
 //  - waiting (get(), wait()) from the thread outside the pool that submitted the task runs
 //    the task on that thread if no worker has taken it yet and it is the oldest task queued
-//    in the thread's producer slot (an unbounded pool, priority::normal); otherwise the thread
-//    waits for a worker. wait_for/wait_until never run it (src/README.md, "An outside waiter
-//    runs its own task"). A task run so is not on a worker: this_worker_index() is -1, its
-//    own waits block instead of helping, and wait_idle()/shutdown() from it report
-//    errc::would_deadlock as on a worker;
+//    in the thread's producer slot (a pool not discard_oldest, priority::normal); otherwise
+//    the thread waits for a worker. wait_for/wait_until never run it (src/README.md, "An
+//    outside waiter runs its own task"). A task run so is not on a worker: this_worker_index()
+//    is -1, its own waits block instead of helping, and wait_idle()/shutdown() from it
+//    report errc::would_deadlock as on a worker;
 //  - destroying a future never blocks;
 //  - a future may outlive its pool: what it holds stays valid, and a continuation attached
 //    after the pool is gone runs on the thread that attaches it (as one the pool refuses).
