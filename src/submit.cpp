@@ -7,6 +7,8 @@
 // so the pool can never look quiescent with the task neither finished nor counted; a refusal
 // undoes the count and then tells quiescence (the undone count may be what makes the pool
 // quiescent). Every path that makes a task visible then calls sleep_.notify_worker().
+#include <sched.h>
+
 #include "core.hpp"
 #include "sync/cpu_relax.hpp"
 
@@ -107,11 +109,17 @@ std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) 
 }
 
 bool core::poll_for_room(injector& shared) noexcept {
-  // As an outside waiter polls its future (config::spin_rounds, 4 pauses a round; nothing at
-  // 0): the workers give room back a run at a time, often within a microsecond, and a sleep
-  // on the injector's condition variable and the wake-up cost several.
+  // config::spin_rounds rounds (nothing at 0), as an idle worker spins: the workers give room
+  // back a run at a time, often within a microsecond, and a sleep on the injector's condition
+  // variable and the wake-up cost several. The first rounds pause; later ones yield the
+  // processor, since the threads that would free room may be waiting for this one's core.
+  constexpr unsigned k_pause_rounds = 8;
   for (unsigned round = 0; round < cfg_.spin_rounds; ++round) {
-    for (int i = 0; i < 4; ++i) cpu_relax();
+    if (round < k_pause_rounds) {
+      for (int i = 0; i < 4; ++i) cpu_relax();
+    } else {
+      sched_yield();
+    }
     if (!shared.full() && shared.try_reserve()) return true;
   }
   return false;
