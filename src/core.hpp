@@ -184,6 +184,8 @@ class core {
   // A bounded pool's slot submission: reserves room in the injector's count (or applies the
   // full-queue policy), then submit_to_slot.
   std::error_code submit_bounded_to_slot(producer_slot& slot, work_item* t) noexcept;
+  // caller_runs on a full queue: runs t on the submitting thread, which counted it.
+  std::error_code run_in_caller(work_item* t) noexcept;
   // block and block_for: polls the bound for room before the producer sleeps; true with the
   // room reserved.
   bool poll_for_room(injector& shared) noexcept;

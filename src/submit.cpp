@@ -64,12 +64,7 @@ std::error_code core::submit(work_item* t, priority p) noexcept {
     sleep_.notify_worker();
     return {};
   }
-  if (err == errc::full && cfg_.on_full == full_policy::caller_runs) {
-    counts_.accepted_outside();
-    execute(nullptr, t);
-    idle_.notify();
-    return {};
-  }
+  if (err == errc::full && cfg_.on_full == full_policy::caller_runs) return run_in_caller(t);
   return refuse(nullptr, t, err);
 }
 
@@ -91,10 +86,7 @@ std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) 
       if (closed_after_barrier()) {
         why = errc::shut_down;
       } else if (cfg_.on_full == full_policy::caller_runs) {
-        counts_.accepted_outside();
-        execute(nullptr, t);
-        idle_.notify();
-        return {};
+        return run_in_caller(t);
       } else {
         why = errc::full;
       }
@@ -108,19 +100,26 @@ std::error_code core::submit_bounded_to_slot(producer_slot& slot, work_item* t) 
   return why;
 }
 
+std::error_code core::run_in_caller(work_item* t) noexcept {
+  // Counted as submitted by the caller already; finished in the outsiders' counters.
+  counts_.accepted_outside();
+  execute(nullptr, t);
+  idle_.notify();  // this may have been the last task
+  return {};
+}
+
 bool core::poll_for_room(injector& shared) noexcept {
   // config::spin_rounds rounds (nothing at 0), as an idle worker spins: the workers give room
   // back a run at a time, often within a microsecond, and a sleep on the injector's condition
   // variable and the wake-up cost several. The first rounds pause; later ones yield the
   // processor, since the threads that would free room may be waiting for this one's core.
-  constexpr unsigned k_pause_rounds = 8;
   for (unsigned round = 0; round < cfg_.spin_rounds; ++round) {
-    if (round < k_pause_rounds) {
-      for (int i = 0; i < 4; ++i) cpu_relax();
+    if (round < sleep_control::k_pause_rounds) {
+      for (int i = 0; i < sleep_control::k_pauses_per_look; ++i) cpu_relax();
     } else {
       sched_yield();
     }
-    if (!shared.full() && shared.try_reserve()) return true;
+    if (shared.try_reserve()) return true;  // one load, and no write while full
   }
   return false;
 }

@@ -59,8 +59,7 @@ void injector::publish_oldest_low_locked() noexcept {
   oldest_low_.store(oldest.time_since_epoch().count(), std::memory_order_relaxed);
 }
 
-std::error_code injector::wait_for_room() noexcept {
-  std::unique_lock lock(mu_);
+std::error_code injector::wait_for_room_locked(std::unique_lock<std::mutex>& lock) noexcept {
   blocked_.fetch_add(1, std::memory_order_seq_cst);
   bool got_room = true;
   auto room = [this] { return room_locked(); };
@@ -105,17 +104,9 @@ injector::push_result injector::push(work_item* t, priority p, bool bypass_bound
         used_.fetch_add(1, std::memory_order_seq_cst);
         break;
       case full_policy::block:
-      case full_policy::block_for: {
-        lock.unlock();
-        if (std::error_code why = wait_for_room()) return {why, nullptr};
-        lock.lock();
-        if (closed_) {  // closed between the reservation and this lock
-          lock.unlock();
-          release(1);
-          return {errc::shut_down, nullptr};
-        }
+      case full_policy::block_for:
+        if (std::error_code why = wait_for_room_locked(lock)) return {why, nullptr};
         break;
-      }
     }
   }
   if (level == index(priority::low)) {

@@ -55,7 +55,10 @@ class injector {
   }
   // Waits, by the policy (block or block_for), for room for one task and reserves it: {} with
   // the room reserved, errc::timed_out, or errc::shut_down once close() was called.
-  std::error_code wait_for_room() noexcept;
+  std::error_code wait_for_room() noexcept {
+    std::unique_lock lock(mu_);
+    return wait_for_room_locked(lock);
+  }
   // n tasks reserved with try_reserve() or wait_for_room() left the slots (a worker took
   // them, or a drain, or the submitter took one back), or were never queued. Wakes producers
   // waiting for room. Nothing for an unbounded injector.
@@ -114,6 +117,7 @@ class injector {
   }
   // Room for a producer that waits (under mu_): the predicate of not_full_'s waits.
   bool room_locked() noexcept { return closed_ || try_reserve(); }
+  std::error_code wait_for_room_locked(std::unique_lock<std::mutex>& lock) noexcept;
   void wake_blocked(std::size_t n) noexcept;
   void append_locked(work_item* t, int level) noexcept;
   work_item* take_locked(int level) noexcept;

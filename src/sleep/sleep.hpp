@@ -233,12 +233,13 @@ class sleep_control {
   // deferring. Returns whether a notifier chose it (parker::wake::searching).
   bool sleep_timed(worker& w) noexcept;
 
+ public:
   // Rounds of spin() that only pause (16 pauses each) before later rounds yield (a few
-  // microseconds), and the pauses between two looks in those rounds.
+  // microseconds), and the pauses between two looks in those rounds. A producer polling a
+  // full bounded queue for room (core::poll_for_room) uses the same.
   static constexpr unsigned k_pause_rounds = 8;
   static constexpr int k_pauses_per_look = 4;
 
- public:
   // The longest idle spell that counts as part of a stream (idle_spin): about the length of a
   // whole spin of the default spin_rounds on an otherwise idle machine. A longer spell was
   // not caught by spinning anyway.
