@@ -11,7 +11,8 @@ directory under build/bench-queue) and prints:
   - the same N jobs end to end with W worker processes of 2 threads (`producer --mode single`;
     with --claimed the workers run with --no-direct, so every job is claimed);
   - per job of that run: redis-server's fsyncs (perf's syscall tracepoints, when perf is
-    installed; "n/a" without it), its CPU (harness/proc_cpu.py), and each command's calls and
+    installed; "n/a" without it), its CPU, the worker processes' and the producer's CPU
+    (harness/proc_cpu.py, the producer's rusage), and each command's calls and
     time (INFO commandstats; FCALL's time includes the commands its functions run);
   - with --turns (appendfsync always, perf): the run's turns of Redis's event loop, each one
     append to the AOF and one fsync, by what they wrote: a submission, an outcome, a worker's
@@ -19,7 +20,7 @@ directory under build/bench-queue) and prints:
     Redis fsyncs another waits for that fsync and then its own, so the turns per job, more than
     the commands, are what a single-submit rate under always pays for;
   - a last line "summary: NAME=VALUE ..." for bench/ab/summary.py (jobs_per_s, floor_per_s,
-    of_floor, redis_cpu_us, fsyncs_per_job, turns_per_job).
+    of_floor, redis_cpu_us, workers_cpu_us, producer_cpu_us, fsyncs_per_job, turns_per_job).
 Under bench/ab/ab.sh, --spool-bin defaults to the revision's build ($AB_BUILD).
 Bench tooling: no test runs it.
 """
@@ -311,9 +312,11 @@ def main():
         if turn_record:
             turn_record.start()
         cpu_before = proc_cpu.tree_seconds([redis.pid])
-        r, _ = processes.run_producer(spool, spool.producer(redis.url, "q", a.jobs, mode="single"),
+        workers_before = proc_cpu.tree_seconds(workers.pids)
+        r, producer_cpu = processes.run_producer(spool, spool.producer(redis.url, "q", a.jobs, mode="single"),
                                       work, "profile", PRODUCER_LIMIT_S)
         cpu_after = proc_cpu.tree_seconds([redis.pid])
+        workers_cpu = proc_cpu.tree_seconds(workers.pids) - workers_before
         fsync_count.stop()
         if turn_record:
             turn_record.stop()
@@ -323,6 +326,8 @@ def main():
         print("# end to end, with the workers")
         print(f"  {a.jobs / r['done_s']:.0f} jobs/s")
         print(f"  redis CPU per job: {(cpu_after - cpu_before) * 1e6 / a.jobs:.0f} us")
+        print(f"  workers' CPU per job: {workers_cpu * 1e6 / a.jobs:.0f} us, the producer's: "
+              f"{producer_cpu * 1e6 / a.jobs:.0f} us")
         if fsyncs is None:
             print("  redis fsyncs per job: n/a (no perf)")
         else:
@@ -345,7 +350,9 @@ def main():
         fields = {"jobs_per_s": f"{jobs_per_s:.0f}",
                   "floor_per_s": f"{statistics.median(floors):.0f}",
                   "of_floor": f"{jobs_per_s / statistics.median(floors):.3f}",
-                  "redis_cpu_us": f"{(cpu_after - cpu_before) * 1e6 / a.jobs:.0f}"}
+                  "redis_cpu_us": f"{(cpu_after - cpu_before) * 1e6 / a.jobs:.0f}",
+                  "workers_cpu_us": f"{workers_cpu * 1e6 / a.jobs:.0f}",
+                  "producer_cpu_us": f"{producer_cpu * 1e6 / a.jobs:.0f}"}
         if fsyncs is not None:
             fields["fsyncs_per_job"] = f"{fsyncs / a.jobs:.3f}"
         if recorded is not None:
