@@ -7,7 +7,8 @@
 Starts redis-server as run.py does (harness/redis_server.py: a free loopback port, its AOF in a
 directory under build/bench-queue) and prints:
   - the floor: spool's producer alone (no worker) submitting N jobs one at a time, three times
-    (`producer --submit-only`): one thread's acknowledged submissions per second;
+    (`producer --submit-only`): one thread's acknowledged submissions per second, and the CPU
+    that redis-server and the producer spent per submission;
   - the same N jobs end to end with W worker processes of 2 threads (`producer --mode single`;
     with --claimed the workers run with --no-direct, so every job is claimed);
   - per job of that run: redis-server's fsyncs (perf's syscall tracepoints, when perf is
@@ -20,7 +21,8 @@ directory under build/bench-queue) and prints:
     Redis fsyncs another waits for that fsync and then its own, so the turns per job, more than
     the commands, are what a single-submit rate under always pays for;
   - a last line "summary: NAME=VALUE ..." for bench/ab/summary.py (jobs_per_s, floor_per_s,
-    of_floor, redis_cpu_us, workers_cpu_us, producer_cpu_us, fsyncs_per_job, turns_per_job).
+    of_floor, floor_redis_cpu_us, floor_producer_cpu_us, redis_cpu_us, workers_cpu_us,
+    producer_cpu_us, fsyncs_per_job, turns_per_job).
 Under bench/ab/ab.sh, --spool-bin defaults to the revision's build ($AB_BUILD).
 Bench tooling: no test runs it.
 """
@@ -294,13 +296,18 @@ def main():
               f"{a.fsync}; {a.jobs} jobs; {a.workers} worker(s) x 2 threads"
               f"{', every job claimed' if a.claimed else ''}")
         print("# floor: the producer alone, one submission at a time")
-        floors = []
+        floors, floor_redis_us, floor_producer_us = [], [], []
         for i in range(3):
             argv = spool.producer(redis.url, f"floor{i}", a.jobs, mode="single") + ["--submit-only"]
-            r, _ = processes.run_producer(spool, argv, work, f"floor{i}", PRODUCER_LIMIT_S)
+            before = proc_cpu.tree_seconds([redis.pid])
+            r, producer_cpu = processes.run_producer(spool, argv, work, f"floor{i}",
+                                                     PRODUCER_LIMIT_S)
+            floor_redis_us.append((proc_cpu.tree_seconds([redis.pid]) - before) * 1e6 / a.jobs)
+            floor_producer_us.append(producer_cpu * 1e6 / a.jobs)
             rate = submissions_per_s(r)
             floors.append(rate)
-            print(f"  {rate:.0f} submissions/s ({1e6 / rate:.1f} us each)")
+            print(f"  {rate:.0f} submissions/s ({1e6 / rate:.1f} us each); CPU per submission: "
+                  f"redis {floor_redis_us[-1]:.0f} us, the producer {floor_producer_us[-1]:.0f} us")
 
         workers = processes.Workers(spool, redis.url, "q", a.workers, 2, work, "profile")
         processes.run_producer(spool, spool.producer(redis.url, "q", 200, mode="single"), work,
@@ -350,6 +357,8 @@ def main():
         fields = {"jobs_per_s": f"{jobs_per_s:.0f}",
                   "floor_per_s": f"{statistics.median(floors):.0f}",
                   "of_floor": f"{jobs_per_s / statistics.median(floors):.3f}",
+                  "floor_redis_cpu_us": f"{statistics.median(floor_redis_us):.0f}",
+                  "floor_producer_cpu_us": f"{statistics.median(floor_producer_us):.0f}",
                   "redis_cpu_us": f"{(cpu_after - cpu_before) * 1e6 / a.jobs:.0f}",
                   "workers_cpu_us": f"{workers_cpu * 1e6 / a.jobs:.0f}",
                   "producer_cpu_us": f"{producer_cpu * 1e6 / a.jobs:.0f}"}
