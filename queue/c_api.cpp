@@ -22,6 +22,9 @@ struct spool_queue_reply {
   std::string bytes;
 };
 
+static_assert(SPOOL_QUEUE_EVERSION == static_cast<int>(spool::queue::errc::other_version));
+static_assert(SPOOL_QUEUE_EFAILED == static_cast<int>(spool::queue::errc::job_failed));
+
 namespace {
 
 thread_local std::string last_error;
@@ -255,7 +258,9 @@ const char* spool_queue_strerror(int code) {
     default:
       break;
   }
-  if (code < 1 || code > SPOOL_QUEUE_EFAILED) return "unknown spool_queue error";
+  if (code < 1 || (code > SPOOL_QUEUE_EFAILED && code != SPOOL_QUEUE_EVERSION)) {
+    return "unknown spool_queue error";
+  }
   static thread_local std::string text;
   text = spool::queue::error_category().message(code);
   return text.c_str();

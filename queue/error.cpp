@@ -34,6 +34,8 @@ class category final : public std::error_category {
         return "call out of order";
       case errc::job_failed:
         return "the job failed";
+      case errc::other_version:
+        return "Redis holds another spool build's queue functions";
     }
     return "unknown spool::queue error " + std::to_string(code);
   }

@@ -1,6 +1,7 @@
 // The queue's Redis functions (functions.lua), as loaded into Redis: the source with its
-// version (a hash of the source) filled in. A connection that finds another version loaded
-// (or none) loads this one (FUNCTION LOAD REPLACE); one version at a time per Redis.
+// version (a hash of the source) filled in. A connection that finds none loaded loads this
+// one; it replaces another build's only when its options say so (redis_link.cpp). One version
+// at a time per Redis.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 namespace spool::queue::detail {
 
 struct functions_library {
-  std::string code;     // what FUNCTION LOAD REPLACE takes
+  std::string code;     // what FUNCTION LOAD takes
   std::string version;  // what spool_version returns once it is loaded
 };
 

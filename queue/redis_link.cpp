@@ -116,14 +116,51 @@ void redis_link::connect() {
                                        : "; give the primary's address, or the Sentinels'"));
   }
   if (version->type == REDIS_REPLY_STRING && reply_text(*version) == lib.version) return;
-  const command load{"FUNCTION", "LOAD", "REPLACE", lib.code};
-  send({&load, 1}, effect::writes);
-  const reply_handle loaded = receive(effect::writes);
-  if (loaded->type == REDIS_REPLY_ERROR) {
-    const std::string text = reply_text(*loaded);
-    fail(is_readonly(*loaded) ? errc::unavailable : errc::redis_error,
-         "FUNCTION LOAD (the queue's functions): " + text);
+  load_functions(version->type == REDIS_REPLY_STRING ? reply_text(*version) : std::string());
+}
+
+// `loaded`: the version that spool_version answered, "" if it answered an error (no library,
+// or one without that function). A library of another build is replaced only when the options
+// say so: its processes would go on calling functions that are not theirs, with arguments and
+// keys that may no longer mean the same. Without REPLACE, FUNCTION LOAD refuses a library that
+// exists, so two connections that both found none cannot replace each other's.
+void redis_link::load_functions(std::string loaded) {
+  const functions_library& lib = functions();
+  if (loaded.empty() && !options_.replace_functions) {
+    if (load_library(false)) return;
+    // A library of that name appeared since spool_version was asked (another connection
+    // loaded it), or it has no spool_version: ask again which it is.
+    const command ask{"FCALL_RO", "spool_version", "0"};
+    send({&ask, 1}, effect::reads);
+    const reply_handle again = receive(effect::reads);
+    if (again->type == REDIS_REPLY_STRING && reply_text(*again) == lib.version) return;
+    loaded = again->type == REDIS_REPLY_STRING ? reply_text(*again)
+                                               : "(unknown: " + reply_text(*again) + ")";
   }
+  if (!options_.replace_functions) {
+    fail(errc::other_version,
+         "Redis holds the queue's functions of another spool build (version " + loaded +
+             "; this build's is " + lib.version +
+             "). Stop every worker and producer of that build, then load this build's "
+             "functions: spool-queue --replace-functions, or "
+             "connection_options::replace_functions");
+  }
+  load_library(true);
+}
+
+// FUNCTION LOAD of this build's library, with REPLACE or without. False when Redis answers
+// that the library exists (only without REPLACE); any other error is thrown.
+bool redis_link::load_library(bool replace) {
+  const functions_library& lib = functions();
+  const command load = replace ? command{"FUNCTION", "LOAD", "REPLACE", lib.code}
+                               : command{"FUNCTION", "LOAD", lib.code};
+  send({&load, 1}, effect::writes);
+  const reply_handle answer = receive(effect::writes);
+  if (answer->type != REDIS_REPLY_ERROR) return true;
+  const std::string text = reply_text(*answer);
+  if (!replace && text.find("already exists") != std::string::npos) return false;
+  fail(is_readonly(*answer) ? errc::unavailable : errc::redis_error,
+       "FUNCTION LOAD (the queue's functions): " + text);
 }
 
 void redis_link::send(std::span<const command> commands, effect e) {

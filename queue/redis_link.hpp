@@ -2,11 +2,12 @@
 //
 // Connecting: the target names the primary (asking the Sentinels if there are any); the link
 // connects with a timeout, checks with ROLE that the instance is a primary, and loads the
-// queue's functions if another version (or none) is loaded. Before each use it drops a
-// connection made before a failover the target heard of, or one the server has closed, so a
-// restarted or replaced Redis costs no failed call. A READONLY answer (the primary was demoted
-// under the connection: nothing was written) makes it connect afresh and send the same
-// commands once more.
+// queue's functions if none are loaded; another build's functions are replaced only with
+// connection_options::replace_functions, and refused (errc::other_version) otherwise. Before
+// each use it drops a connection made before a failover the target heard of, or one the
+// server has closed, so a restarted or replaced Redis costs no failed call. A READONLY answer
+// (the primary was demoted under the connection: nothing was written) makes it connect afresh
+// and send the same commands once more.
 //
 // Failures are thrown as error: errc::unavailable when nothing was done (no connection, no
 // primary, a replica, a write that sent nothing), errc::outcome_unknown when commands that
@@ -58,6 +59,8 @@ class redis_link {
  private:
   redisContext& connected_context();
   void connect();
+  void load_functions(std::string loaded);
+  bool load_library(bool replace);
   void send(std::span<const command> commands, effect e);
   reply_handle receive(effect e);
   [[noreturn]] void fail(errc code, const std::string& what);

@@ -39,6 +39,7 @@ PACKAGES=(
   openssl          # the TLS tests make their certificates with it
   curl             # the TLS tests talk to spoold with it too
   redis-server     # started by the integration tests on a free port, and by make cluster
+  redis-tools      # redis-cli: the queue's C API test loads a library of functions with it
   redis-sentinel   # make cluster and the fleet tests: failover of the guestbook's Redis
   haproxy          # make cluster and the fleet tests: the load balancer in front of the nodes
   iproute2         # the fault tests' network lab (cluster/netns.py): namespaces, veth, bridge

@@ -47,7 +47,9 @@ enum {
   SPOOL_QUEUE_EORDER = 11,      /* a call out of order (handle after start) */
   SPOOL_QUEUE_EFAILED = 12,     /* spool_queue_get: the job is dead (result.data: its error) */
   SPOOL_QUEUE_ECANCELED = 13,   /* spool_queue_get: the job was cancelled */
-  SPOOL_QUEUE_ENOMEM = 14       /* out of memory */
+  SPOOL_QUEUE_ENOMEM = 14,      /* out of memory */
+  SPOOL_QUEUE_EVERSION = 15     /* Redis holds another spool build's queue functions: stop that
+                                   build's processes, then spool-queue --replace-functions */
 };
 
 /* The longest job id, "QUEUE/N", with its terminating NUL. */

@@ -1,10 +1,12 @@
 // spool-queue: the queue's command line.
 //
-//   spool-queue --store URL [--replicas N] [--replica-timeout D] COMMAND ...
+//   spool-queue --store URL [--replicas N] [--replica-timeout D] [--replace-functions]
+//               COMMAND ...
 //
 // Exit status: 0 done; 1 the job failed or was cancelled (submit --wait); 2 a usage error or
 // an argument the queue refuses; 3 Redis unavailable or the outcome unknown; 4 no such job;
-// 5 the job's state does not allow it; 6 any other error; 7 the queue is full.
+// 5 the job's state does not allow it; 6 any other error; 7 the queue is full; 8 Redis holds
+// another spool build's queue functions (--replace-functions replaces them).
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,9 +31,12 @@ using namespace std::chrono_literals;
 namespace q = spool::queue;
 
 constexpr const char* usage_text =
-    "usage: spool-queue --store URL [--replicas N] [--replica-timeout D] COMMAND ...\n"
+    "usage: spool-queue --store URL [--replicas N] [--replica-timeout D] [--replace-functions]\n"
+    "                   COMMAND ...\n"
     "  URL: redis://HOST[:PORT] or redis-sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER\n"
     "  D: a duration, 250ms, 2s, 1.5 (seconds), 3m, 1h\n"
+    "  --replace-functions: load this build's queue functions over another build's (only\n"
+    "    once every process of that build has stopped)\n"
     "commands:\n"
     "  submit QUEUE TASK [PAYLOAD|-] [--key K] [--delay D] [--priority low|normal|high]\n"
     "         [--attempts N] [--backoff D] [--time-limit D] [--ttl D] [--takeovers N]\n"
@@ -50,6 +55,7 @@ struct global_options {
   std::string store;
   unsigned replicas = 0;
   std::chrono::milliseconds replica_timeout{1000};
+  q::connection_options connection;
 };
 
 void print_line(const std::string& text) {
@@ -105,6 +111,7 @@ int submit(const global_options& g, std::vector<std::string> words) {
   po.replicas = g.replicas;
   po.replica_timeout = g.replica_timeout;
   po.on_full = spool::full_policy::reject;
+  po.connection = g.connection;
   q::producer p(g.store, po);
   q::submitted s = p.submit(queue, task, payload, o);
   print_line(s.id);
@@ -128,7 +135,7 @@ int submit(const global_options& g, std::vector<std::string> words) {
 int stats(const global_options& g, std::vector<std::string> words) {
   const arguments a(std::move(words), {}, {});
   expect_positional(a, 0, 1, "stats");
-  q::admin admin(g.store);
+  q::admin admin(g.store, g.connection);
   if (a.positional().size() == 1) {
     print_line(to_json(admin.stats(a.positional()[0])));
     return 0;
@@ -148,7 +155,7 @@ int dead(const global_options& g, std::vector<std::string> words) {
   expect_positional(a, 1, 1, "dead");
   std::size_t limit = 100;
   if (auto v = a.value("--limit")) limit = parse_count("--limit", *v, 100000);
-  q::admin admin(g.store);
+  q::admin admin(g.store, g.connection);
   std::string out = "[";
   for (const q::job_status& s : admin.dead(a.positional()[0], limit)) {
     if (out.size() > 1) out += ",";
@@ -164,7 +171,7 @@ int on_one(const global_options& g, std::vector<std::string> words, const char* 
   const arguments a(std::move(words), {}, {});
   expect_positional(a, name == "limit" ? 2 : 1, name == "limit" ? 2 : 1, command);
   const std::string& what = a.positional()[0];
-  q::admin admin(g.store);
+  q::admin admin(g.store, g.connection);
   if (name == "status") {
     print_line(to_json(admin.status(what)));
   } else if (name == "cancel") {
@@ -214,6 +221,7 @@ int worker(const global_options& g, std::vector<std::string> words) {
   if (auto v = a.value("--drain-timeout")) o.drain_timeout = parse_duration("--drain-timeout", *v);
   if (auto v = a.value("--name")) o.name = *v;
   o.direct = !a.flag("--no-direct");
+  o.connection = g.connection;
 
   // SIGTERM and SIGINT go to a thread of their own (blocked everywhere else, before any thread
   // starts), which asks the worker to stop.
@@ -271,6 +279,10 @@ int run(int argc, char** argv) {
       std::fputs(usage_text, stdout);
       return 0;
     }
+    if (w == "--replace-functions") {
+      g.connection.replace_functions = true;
+      continue;
+    }
     std::string value;
     if (eq != std::string::npos) {
       value = w.substr(eq + 1);
@@ -318,6 +330,8 @@ int exit_status(q::errc e) {
     case q::errc::full:
     case q::errc::timed_out:
       return 7;
+    case q::errc::other_version:
+      return 8;
     default:
       return 6;
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """spool-queue, the command line, against a real redis-server: every command, its JSON and exit
 status, the worker's built-in tasks, its /metrics, its drain on SIGTERM, bad input, a Redis
-that is down, and a worker and submit --wait through Redis Sentinel (cluster/fleet.py's store,
+that is down, another build's functions in Redis, and a worker and submit --wait through Redis Sentinel (cluster/fleet.py's store,
 as `make cluster` starts it)."""
 
 import hashlib
@@ -233,6 +233,31 @@ def test_redis_down(tmp):
     check(rc == 3, "Redis down: stats exit 3", err)
 
 
+def test_other_build(tmp):
+    """Another build's functions in Redis: every command refuses them (exit 8, both versions
+    named) and leaves them; --replace-functions loads this build's, after which plain commands
+    work."""
+    redis = Redis(tmp)
+    try:
+        other = ("#!lua name=spool_queue\nredis.register_function{function_name = "
+                 "'spool_version', callback = function() return 'another' end, "
+                 "flags = {'no-writes'}}\n")
+        wire.redis_command("127.0.0.1", redis.port, "FUNCTION", "LOAD", other)
+        for args in (["submit", "q", "echo"], ["stats", "q"]):
+            rc, out, err = cli(redis.url, *args)
+            check(rc == 8 and "another spool build (version another" in err
+                  and "--replace-functions" in err,
+                  f"another build's functions: {args[0]} exits 8 and says why", (rc, err))
+        version = wire.redis_command("127.0.0.1", redis.port, "FCALL_RO", "spool_version", "0")
+        check(version == b"another", "the other build's functions are left in place", version)
+        rc, out, err = cli(redis.url, "--replace-functions", "stats", "q")
+        check(rc == 0, "--replace-functions loads this build's functions", (rc, err))
+        rc, out, err = cli(redis.url, "submit", "q", "echo")
+        check(rc == 0 and out.strip() == "q/1", "then a plain submit works", (rc, out, err))
+    finally:
+        redis.stop()
+
+
 def test_sentinel(tmp):
     """A worker and submit --wait through Sentinel, on the fleet's store (a primary, a replica,
     three Sentinels), as `make cluster` starts it, with a replica's confirmation asked."""
@@ -263,6 +288,7 @@ def main():
         test_commands(redis.url, tmp)
         test_bad_input(redis.url)
         test_redis_down(tmp)
+        test_other_build(tmp)
         test_sentinel(tmp)
     finally:
         redis.stop()

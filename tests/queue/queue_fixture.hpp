@@ -97,4 +97,18 @@ inline std::string text(const redisReply& r) {
   return r.str != nullptr ? std::string(r.str, r.len) : std::string();
 }
 
+// A library under the queue's name, as another spool build would have loaded it: its
+// spool_version answers `version`, or it has none at all.
+inline void load_another_build(redis_client& r, const std::string& version) {
+  const std::string code =
+      "#!lua name=spool_queue\n" +
+      (version.empty()
+           ? std::string("redis.register_function('spool_other', function() return 1 end)\n")
+           : "redis.register_function{function_name = 'spool_version', callback = function() "
+             "return '" +
+                 version + "' end, flags = {'no-writes'}}\n");
+  const auto loaded = r.command({"FUNCTION", "LOAD", code});
+  ASSERT_EQ(loaded->type, REDIS_REPLY_STRING) << text(*loaded);
+}
+
 }  // namespace queue_test

@@ -279,6 +279,54 @@ TEST_F(Submit, RedisDownIsUnavailableAndRecoveryNeedsNoNewProducer) {
   EXPECT_EQ(p.submit("q", "t").id, "q/1");
 }
 
+TEST_F(Submit, AnotherBuildsFunctionsAreRefusedAndKept) {
+  redis_client r = raw();
+  load_another_build(r, "0123456789abcdef");
+  producer p(url());
+  EXPECT_EQ(error_of([&] { p.submit("q", "t"); }), errc::other_version);
+  const std::string why = message_of([&] { p.submit("q", "t"); });
+  EXPECT_NE(why.find("another spool build (version 0123456789abcdef"), std::string::npos) << why;
+  EXPECT_NE(why.find("--replace-functions"), std::string::npos) << why;
+  // Nothing was replaced and nothing submitted.
+  EXPECT_EQ(text(*r.command({"FCALL_RO", "spool_version", "0"})), "0123456789abcdef");
+  EXPECT_EQ(r.command({"EXISTS", "spool:{q}:seq"})->integer, 0);
+  EXPECT_EQ(error_of([&] { spool::queue::admin(url()).stats("q"); }), errc::other_version);
+}
+
+TEST_F(Submit, ALibraryWithoutAVersionIsAnotherBuilds) {
+  redis_client r = raw();
+  load_another_build(r, "");
+  producer p(url());
+  EXPECT_EQ(error_of([&] { p.submit("q", "t"); }), errc::other_version);
+  const std::string why = message_of([&] { p.submit("q", "t"); });
+  EXPECT_NE(why.find("(version (unknown: "), std::string::npos) << why;
+  EXPECT_EQ(text(*r.command({"FCALL", "spool_other", "0"})), "1");
+}
+
+TEST_F(Submit, ReplaceFunctionsLoadsThisBuildsOverAnothers) {
+  redis_client r = raw();
+  load_another_build(r, "0123456789abcdef");
+  producer_options o;
+  o.connection.replace_functions = true;
+  producer replacing(url(), o);
+  EXPECT_EQ(replacing.submit("q", "t").id, "q/1");
+  EXPECT_NE(text(*r.command({"FCALL_RO", "spool_version", "0"})), "0123456789abcdef");
+  // The functions are this build's now: a connection without the option takes them.
+  producer plain(url());
+  EXPECT_EQ(plain.submit("q", "t").id, "q/2");
+  EXPECT_EQ(status("q/2").state, job_state::queued);
+}
+
+TEST_F(Submit, FunctionsAreLoadedWhereRedisHasNone) {
+  producer first(url());
+  EXPECT_EQ(first.submit("q", "t").id, "q/1");
+  redis_client r = raw();
+  ASSERT_EQ(text(*r.command({"FUNCTION", "FLUSH"})), "OK");
+  producer second(url());  // a new connection finds no library and loads this build's
+  EXPECT_EQ(second.submit("q", "t").id, "q/2");
+  EXPECT_EQ(r.command({"FUNCTION", "LIST"})->elements, 1u);
+}
+
 TEST_F(Submit, NothingListeningIsUnavailable) {
   producer p("redis://127.0.0.1:1");
   EXPECT_EQ(error_of([&] { p.submit("q", "t"); }), errc::unavailable);

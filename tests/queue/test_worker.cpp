@@ -154,6 +154,37 @@ TEST_F(Worker, RunsHandlersAndDeliversResults) {
   EXPECT_EQ(stats("q").running, 0u);
 }
 
+TEST_F(Worker, WaitsOutAnotherBuildsFunctionsUntilThisBuildsAreLoaded) {
+  // Another build's library under the queue's name: the worker refuses to replace it, says
+  // why, and keeps trying; once this build's functions are loaded it serves the queue.
+  redis_client r = raw();
+  load_another_build(r, "another");
+  std::mutex mu;
+  std::vector<std::string> logged;
+  spool::queue::worker_options o = fast_worker("q", 1);
+  o.on_log = [&](std::string_view line) {
+    std::lock_guard lock(mu);
+    logged.emplace_back(line);
+  };
+  worker w(url(), o);
+  w.handle("echo", echo);
+  w.start();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    for (const std::string& line : logged) {
+      if (line.find("another spool build (version another") != std::string::npos) return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(text(*r.command({"FCALL_RO", "spool_version", "0"})), "another");
+
+  spool::queue::producer_options po;
+  po.connection.replace_functions = true;
+  producer p(url(), po);
+  EXPECT_EQ(p.submit("q", "echo", "served").result.get(), "served");
+  EXPECT_TRUE(eventually([&] { return w.counters().done == 1; }));
+}
+
 TEST_F(Worker, HandlerSeesItsJob) {
   std::mutex mu;
   std::string seen;

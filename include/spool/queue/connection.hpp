@@ -18,6 +18,11 @@ struct connection_options {
   // costs a call at most this long, never a hang.
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds command_timeout{2000};
+  // Redis holds one build's queue functions at a time (docs/queue.md, "Upgrading"). A
+  // connection that finds another build's refuses them (errc::other_version) unless this is
+  // set; then it replaces them, and the processes of the other build call functions that are
+  // not theirs: set it only once every process of that build has stopped.
+  bool replace_functions = false;
 };
 
 }  // namespace spool::queue

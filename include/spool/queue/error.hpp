@@ -26,6 +26,8 @@ enum class errc {
   shut_down = 10,        // the producer or worker is stopped or stopping
   wrong_order = 11,      // a call the object's state does not allow (handle() after start())
   job_failed = 12,       // (a result's get()) the job ran out of attempts: it is dead
+  other_version = 15,    // Redis holds the queue's functions of another spool build, and the
+                         // connection may not replace them (connection_options): nothing done
 };
 
 const std::error_category& error_category() noexcept;

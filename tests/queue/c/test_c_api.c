@@ -181,6 +181,30 @@ int main(void) {
   CHECK(strcmp(spool_queue_strerror(SPOOL_QUEUE_EFULL), "the queue is full") == 0);
   CHECK(strcmp(spool_queue_strerror(SPOOL_QUEUE_OK), "success") == 0);
   CHECK(strcmp(spool_queue_strerror(999), "unknown spool_queue error") == 0);
+  CHECK(strcmp(spool_queue_strerror(SPOOL_QUEUE_EVERSION),
+               "Redis holds another spool build's queue functions") == 0);
+
+  /* Another build's functions in Redis (a library under the queue's name whose spool_version
+   * answers another version, loaded by redis-cli from a file): refused, and left in place. */
+  char lua_path[] = "/tmp/spool-c-api-XXXXXX";
+  const int lua_fd = mkstemp(lua_path);
+  CHECK(lua_fd >= 0);
+  const char lua[] =
+      "#!lua name=spool_queue\n"
+      "redis.register_function{function_name = 'spool_version', "
+      "callback = function() return 'another' end, flags = {'no-writes'}}\n";
+  CHECK_EQ(write(lua_fd, lua, sizeof lua - 1), (ssize_t)(sizeof lua - 1));
+  close(lua_fd);
+  char load[256];
+  snprintf(load, sizeof load, "redis-cli -p %d -x FUNCTION LOAD REPLACE < %s > /dev/null", port,
+           lua_path);
+  CHECK_EQ(system(load), 0);
+  unlink(lua_path);
+  CHECK_EQ(spool_queue_producer_create(url, NULL, &p), SPOOL_QUEUE_OK);
+  CHECK_EQ(spool_queue_submit(p, "cq", "reverse", "", 0, NULL, id, sizeof id),
+           SPOOL_QUEUE_EVERSION);
+  CHECK(strstr(spool_queue_last_error(), "version another") != NULL);
+  spool_queue_producer_destroy(p);
 
   /* Redis gone: unavailable. */
   stop_redis();
