@@ -1,8 +1,9 @@
 #!lua name=spool_queue
 -- The queue's state changes, each one atomic: a Redis Functions library that every producer,
--- worker and spool-queue command loads when it finds none loaded (another build's only when
--- told to replace it: docs/queue.md, "Upgrading"). queue/README.md explains the model and why each step is safe; docs/queue.md gives
--- the keys and fields for producers in other languages.
+-- worker and spool-queue command loads when it finds none loaded (over another build's only
+-- when told to replace it: docs/queue.md, "Upgrading"). queue/README.md explains the model and
+-- why each step is safe; docs/queue.md gives the keys and fields for producers in other
+-- languages.
 --
 -- Every function takes KEYS[1] = the queue's prefix, "spool:{QUEUE}", and ARGV[1] = the queue's
 -- name; the other keys of the queue are that prefix plus a suffix:

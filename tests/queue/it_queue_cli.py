@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """spool-queue, the command line, against a real redis-server: every command, its JSON and exit
 status, the worker's built-in tasks, its /metrics, its drain on SIGTERM, bad input, a Redis
-that is down, another build's functions in Redis, and a worker and submit --wait through Redis Sentinel (cluster/fleet.py's store,
-as `make cluster` starts it)."""
+that is down, another build's functions in Redis, and a worker and submit --wait through Redis
+Sentinel (cluster/fleet.py's store, as `make cluster` starts it)."""
 
 import hashlib
 import json
