@@ -320,10 +320,13 @@ def main():
             turn_record.start()
         cpu_before = proc_cpu.tree_seconds([redis.pid])
         workers_before = proc_cpu.tree_seconds(workers.pids)
-        r, producer_cpu = processes.run_producer(spool, spool.producer(redis.url, "q", a.jobs, mode="single"),
-                                      work, "profile", PRODUCER_LIMIT_S)
-        cpu_after = proc_cpu.tree_seconds([redis.pid])
-        workers_cpu = proc_cpu.tree_seconds(workers.pids) - workers_before
+        r, producer_cpu = processes.run_producer(
+            spool, spool.producer(redis.url, "q", a.jobs, mode="single"), work, "profile",
+            PRODUCER_LIMIT_S)
+        # CPU per job, µs: redis-server, the worker processes, the producer.
+        redis_us = (proc_cpu.tree_seconds([redis.pid]) - cpu_before) * 1e6 / a.jobs
+        workers_us = (proc_cpu.tree_seconds(workers.pids) - workers_before) * 1e6 / a.jobs
+        producer_us = producer_cpu * 1e6 / a.jobs
         fsync_count.stop()
         if turn_record:
             turn_record.stop()
@@ -332,9 +335,8 @@ def main():
 
         print("# end to end, with the workers")
         print(f"  {a.jobs / r['done_s']:.0f} jobs/s")
-        print(f"  redis CPU per job: {(cpu_after - cpu_before) * 1e6 / a.jobs:.0f} us")
-        print(f"  workers' CPU per job: {workers_cpu * 1e6 / a.jobs:.0f} us, the producer's: "
-              f"{producer_cpu * 1e6 / a.jobs:.0f} us")
+        print(f"  redis CPU per job: {redis_us:.0f} us")
+        print(f"  workers' CPU per job: {workers_us:.0f} us, the producer's: {producer_us:.0f} us")
         if fsyncs is None:
             print("  redis fsyncs per job: n/a (no perf)")
         else:
@@ -359,9 +361,9 @@ def main():
                   "of_floor": f"{jobs_per_s / statistics.median(floors):.3f}",
                   "floor_redis_cpu_us": f"{statistics.median(floor_redis_us):.0f}",
                   "floor_producer_cpu_us": f"{statistics.median(floor_producer_us):.0f}",
-                  "redis_cpu_us": f"{(cpu_after - cpu_before) * 1e6 / a.jobs:.0f}",
-                  "workers_cpu_us": f"{workers_cpu * 1e6 / a.jobs:.0f}",
-                  "producer_cpu_us": f"{producer_cpu * 1e6 / a.jobs:.0f}"}
+                  "redis_cpu_us": f"{redis_us:.0f}",
+                  "workers_cpu_us": f"{workers_us:.0f}",
+                  "producer_cpu_us": f"{producer_us:.0f}"}
         if fsyncs is not None:
             fields["fsyncs_per_job"] = f"{fsyncs / a.jobs:.3f}"
         if recorded is not None:
